@@ -1,0 +1,209 @@
+/**
+ * Typed commands and outcomes of the KV state machine, as the host sees them.
+ *
+ * This file is the seam between the HTTP layer (which validates a request into a `KvCall`
+ * and renders a `CallOutcome`), the node driver (which logs and applies entries) and the
+ * WebAssembly machine (which decides every outcome). It holds types and tiny constructors
+ * only: no I/O, no clock, no encoding (the binary codec lives in `codec.ts`).
+ *
+ * Values travel as compact JSON text (`valueJson`), never as parsed objects, so the hot path
+ * does not parse and re-serialise values. Times are Unix milliseconds. Versions are positive
+ * safe integers; 0 means absent.
+ */
+
+/** The tenant that owns every key when tenancy is off (WIRE.md, "Tenancy"). */
+export const DEFAULT_TENANT = '00000000-0000-0000-0000-000000000001';
+
+/** A declared lifetime: exactly one of `ttlSeconds` or `forever` (kv-routes.md). */
+export type Expiry =
+  | { readonly kind: 'ttl'; readonly ttlSeconds: number }
+  | { readonly kind: 'forever' };
+
+/**
+ * An exact decimal number, as the text of a JSON number in canonical form: an optional `-`,
+ * digits, an optional fraction, no exponent, no superfluous zeros (`"0.3"`, `"-12"`, `"100"`).
+ * The host turns a client's JSON number into this form once, at validation.
+ */
+export type DecimalText = string;
+
+export type ReadOp =
+  | { readonly op: 'get'; readonly ns: string; readonly key: string }
+  | { readonly op: 'getMany'; readonly ns: string; readonly keys: readonly string[] }
+  | {
+      readonly op: 'getPrefix';
+      readonly ns: string;
+      readonly prefix: string;
+      /** Exclusive keyset cursor; `""` means no cursor. */
+      readonly after: string;
+      /** Already clamped by the host to 1..QUEEN_KV_PREFIX_LIMIT. */
+      readonly limit: number;
+      readonly keysOnly: boolean;
+    }
+  | {
+      readonly op: 'check';
+      readonly ns: string;
+      readonly key: string;
+      /** 0 asserts absence. */
+      readonly expect: number;
+      readonly required: boolean;
+    };
+
+export type WriteOp =
+  | {
+      readonly op: 'put';
+      /** The op name as the client sent it; a `putIfAbsent` is a `put` with `expect: 0`. */
+      readonly sentAs: 'put' | 'putIfAbsent';
+      readonly ns: string;
+      readonly key: string;
+      readonly valueJson: string;
+      readonly expiry: Expiry;
+      /** null: unconditional upsert. 0: must not exist. N > 0: must be at version N. */
+      readonly expect: number | null;
+      readonly required: boolean;
+    }
+  | {
+      readonly op: 'delete';
+      readonly ns: string;
+      readonly key: string;
+      readonly expect: number | null;
+      readonly required: boolean;
+    }
+  | {
+      readonly op: 'incr';
+      readonly ns: string;
+      readonly key: string;
+      readonly delta: DecimalText;
+      readonly min: DecimalText | null;
+      readonly max: DecimalText | null;
+      readonly expiry: Expiry;
+      readonly required: boolean;
+    };
+
+export type KvOp = ReadOp | WriteOp;
+export type OpName = KvOp['op'];
+/** The op name as sent, which is what every result element echoes. */
+export type SentOpName = OpName | 'putIfAbsent';
+
+/** One validated call: every op of one request, for one tenant. */
+export interface KvCall {
+  readonly tenant: string;
+  readonly ops: readonly KvOp[];
+}
+
+/**
+ * Switches that every replica must see the same, so they travel inside the logged entry
+ * rather than being read from each node's configuration at apply time.
+ */
+export interface CallFlags {
+  /** QUEEN_KV_REQUIRE_GRANT: a write needs an enabled quota row for its tenant. */
+  readonly requireGrant: boolean;
+}
+
+export type KvReason = 'exists' | 'absent' | 'version' | 'limit' | 'type';
+
+/** One row of `getMany` / `getPrefix`. `valueJson` is null only for `keysOnly` rows. */
+export interface Row {
+  readonly key: string;
+  readonly valueJson: string | null;
+  readonly version: number;
+  /** null for a `forever` key. */
+  readonly expiresAtMs: number | null;
+  readonly updatedAtMs: number;
+}
+
+export type OpResult =
+  | {
+      readonly kind: 'get';
+      readonly found: true;
+      readonly key: string;
+      readonly valueJson: string;
+      readonly version: number;
+      readonly expiresAtMs: number | null;
+      readonly updatedAtMs: number;
+    }
+  | { readonly kind: 'get'; readonly found: false; readonly key: string }
+  | {
+      readonly kind: 'getMany';
+      /** In key byte order. */
+      readonly rows: readonly Row[];
+      /** In request order. */
+      readonly missing: readonly string[];
+      readonly truncated: boolean;
+    }
+  | {
+      readonly kind: 'getPrefix';
+      readonly rows: readonly Row[];
+      readonly truncated: boolean;
+      /** The last row's key when truncated, else null. */
+      readonly nextAfter: string | null;
+    }
+  | {
+      /** put, delete, incr and check. */
+      readonly kind: 'write';
+      readonly applied: boolean;
+      /** null when applied. */
+      readonly reason: KvReason | null;
+      readonly key: string;
+      /** JSON text; `"null"` for an absent key. */
+      readonly valueJson: string;
+      /** 0 for an absent key. */
+      readonly version: number;
+    };
+
+/** What applying or reading a call decided. Domain outcomes are data, never exceptions. */
+export type CallOutcome =
+  | { readonly status: 'ok'; readonly results: readonly OpResult[] }
+  | {
+      /** A `required` op lost: nothing of the call was applied. */
+      readonly status: 'precondition';
+      readonly failedIndex: number;
+      readonly kvReason: KvReason;
+      readonly version: number;
+      readonly valueJson: string;
+    }
+  | { readonly status: 'paused' }
+  | { readonly status: 'notGranted' }
+  | { readonly status: 'quotaExceeded' }
+  /** The machine refused a malformed command. A bug in the host if it ever happens. */
+  | { readonly status: 'invalid'; readonly detail: string };
+
+/** A tenant's grant and quota (WIRE.md, "Quotas"). null limits are unlimited. */
+export interface QuotaSettings {
+  readonly enabled: boolean;
+  readonly maxRows: number | null;
+  readonly maxBytes: number | null;
+  readonly maxReadsPerSec: number | null;
+  readonly maxWritesPerSec: number | null;
+}
+
+/** Live rows and bytes a tenant holds, as counted by the machine. */
+export interface TenantUsage {
+  readonly rows: number;
+  readonly bytes: number;
+}
+
+/** Every kind of entry the replicated log carries, as the machine applies it. */
+export type Command =
+  | { readonly kind: 'call'; readonly call: KvCall; readonly flags: CallFlags }
+  /** Remove up to `maxKeys` keys expired at the entry's time. */
+  | { readonly kind: 'sweep'; readonly maxKeys: number }
+  | { readonly kind: 'setQuota'; readonly tenant: string; readonly quota: QuotaSettings }
+  | { readonly kind: 'setPaused'; readonly paused: boolean }
+  /** A new leader's empty entry (Raft §5.4.2, §8): applies nothing. */
+  | { readonly kind: 'noop' };
+
+export type ApplyOutcome =
+  | { readonly kind: 'call'; readonly outcome: CallOutcome }
+  | { readonly kind: 'sweep'; readonly removedKeys: number }
+  | { readonly kind: 'admin' }
+  | { readonly kind: 'noop' }
+  | { readonly kind: 'invalid'; readonly detail: string };
+
+/** True when the op changes state; `check` is a read (WIRE.md, "Finer points"). */
+export function isWriteOp(op: KvOp): op is WriteOp {
+  return op.op === 'put' || op.op === 'delete' || op.op === 'incr';
+}
+
+export function assertNever(value: never, what: string): never {
+  throw new Error(`unreachable: unexpected ${what}: ${JSON.stringify(value)}`);
+}
