@@ -88,6 +88,11 @@ export type SentOpName = OpName | 'putIfAbsent';
 export interface KvCall {
   readonly tenant: string;
   readonly ops: readonly KvOp[];
+  /**
+   * QUEEN_KV_MAX_READ_BYTES of the receiving node: the byte ceiling over the values the
+   * whole call reads. The row that crosses it is kept, then reads stop (`truncated: true`).
+   */
+  readonly readBytesCeiling: number;
 }
 
 /**

@@ -1,0 +1,235 @@
+/**
+ * Node configuration: command-line flags first, then the environment variables of WIRE.md,
+ * then defaults. Parsing is pure (flags and environment are passed in) so it is testable; a
+ * bad setting is a `ConfigError` with a message an operator can act on at 3 a.m.
+ */
+
+export interface PeerAddress {
+  readonly id: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface KvLimits {
+  /** QUEEN_KV_MAX_VALUE_BYTES: compact JSON bytes of one value. */
+  readonly maxValueBytes: number;
+  /** QUEEN_KV_MAX_KEY_BYTES: UTF-8 bytes of one key. */
+  readonly maxKeyBytes: number;
+  /** QUEEN_KV_MAX_OPS_PER_CALL. */
+  readonly maxOpsPerCall: number;
+  /** QUEEN_KV_MAX_KEYS_PER_CALL, at most 4096; a getPrefix counts as its clamped limit. */
+  readonly maxKeysPerCall: number;
+  /** QUEEN_KV_PREFIX_LIMIT: getPrefix `limit` is clamped to 1..this. */
+  readonly prefixLimit: number;
+  /** QUEEN_KV_MAX_READ_BYTES: value bytes one call may read. */
+  readonly maxReadBytes: number;
+  /** QUEEN_MAX_BODY_BYTES: request body bytes. */
+  readonly maxBodyBytes: number;
+}
+
+export interface RateSettings {
+  /** Calls per second; 0 turns the limit off. */
+  readonly readRate: number;
+  readonly readBurst: number;
+  readonly writeRate: number;
+  readonly writeBurst: number;
+}
+
+export interface NodeConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  /** This node's id in the cluster; `n1` for a single node. */
+  readonly id: string;
+  /** Every voting member, this node included. One entry for a single node. */
+  readonly peers: readonly PeerAddress[];
+  /** Where this node accepts peer connections; null for a single node. */
+  readonly peerListen: { readonly host: string; readonly port: number } | null;
+  readonly limits: KvLimits;
+  readonly rates: RateSettings;
+  /** QUEEN_KV_EXPIRE_EVERY_MS: how often the leader proposes a sweep. */
+  readonly expireEveryMs: number;
+  /** QUEEN_KV_EXPIRE_BATCH: keys one sweep entry may remove. */
+  readonly expireBatch: number;
+  /** QUEEN_TENANCY_HEADER: take the tenant from `x-queen-tenant`. */
+  readonly tenancyHeader: boolean;
+  /** QUEEN_KV_TRUSTED_PROXY: required for tenancyHeader. */
+  readonly trustedProxy: boolean;
+  /** QUEEN_KV_REQUIRE_GRANT: defaults to tenancyHeader. */
+  readonly requireGrant: boolean;
+  /** JWT_ENABLED and JWT_SECRET. */
+  readonly jwt: { readonly enabled: boolean; readonly secret: string };
+  /** HIVEKV_SNAPSHOT_EVERY_ENTRIES: take a snapshot after this many applied entries. */
+  readonly snapshotEveryEntries: number;
+  /** HIVEKV_SNAPSHOT_EVERY_BYTES: or after this many bytes of log since the last one. */
+  readonly snapshotEveryBytes: number;
+  /** HIVEKV_MIN_FREE_BYTES: below this much free disk the node refuses writes. */
+  readonly minFreeBytes: number;
+  /** HIVEKV_REQUEST_TIMEOUT_MS: a call not answered by then is a 503 (outcome unknown). */
+  readonly requestTimeoutMs: number;
+  /** HIVEKV_TICK_MS: one Raft tick. */
+  readonly tickMs: number;
+  /** HIVEKV_LOG_LEVEL: pino level. */
+  readonly logLevel: string;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const MAX_KEYS_PER_CALL_CEILING = 4096;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function intSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name}=${raw}: expected an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function boolSetting(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const lowered = raw.trim().toLowerCase();
+  if (lowered === 'true' || lowered === '1' || lowered === 'yes') return true;
+  if (lowered === 'false' || lowered === '0' || lowered === 'no') return false;
+  throw new ConfigError(`${name}=${raw}: expected true or false`);
+}
+
+function parseHostPort(text: string, what: string): { host: string; port: number } {
+  const colon = text.lastIndexOf(':');
+  const host = colon > 0 ? text.slice(0, colon) : '';
+  const port = Number(colon > 0 ? text.slice(colon + 1) : '');
+  if (host === '' || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`${what} "${text}": expected host:port`);
+  }
+  return { host, port };
+}
+
+/** Parses `n1=127.0.0.1:7001,n2=127.0.0.1:7002`. */
+export function parsePeers(text: string): PeerAddress[] {
+  const peers: PeerAddress[] = [];
+  for (const part of text.split(',')) {
+    const item = part.trim();
+    if (item === '') continue;
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`--peers entry "${item}": expected id=host:port`);
+    const id = item.slice(0, eq);
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(id)) {
+      throw new ConfigError(`--peers entry "${item}": ids are 1 to 64 of [A-Za-z0-9_.-]`);
+    }
+    if (peers.some((p) => p.id === id)) throw new ConfigError(`--peers names ${id} twice`);
+    peers.push({ id, ...parseHostPort(item.slice(eq + 1), `--peers entry ${id}`) });
+  }
+  return peers;
+}
+
+export type Flags = Readonly<Record<string, string | undefined>>;
+
+/** Splits `--name value` and `--name=value` pairs. Unknown flags are an error. */
+export function parseFlags(argv: readonly string[], known: readonly string[]): Flags {
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg}"`);
+    const eq = arg.indexOf('=');
+    const name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
+    if (!known.includes(name)) {
+      throw new ConfigError(`unknown flag --${name} (known: ${known.map((k) => '--' + k).join(' ')})`);
+    }
+    let value: string | undefined = eq > 0 ? arg.slice(eq + 1) : argv[i + 1];
+    if (eq <= 0) i++;
+    if (value === undefined) throw new ConfigError(`--${name} needs a value`);
+    flags[name] = value;
+  }
+  return flags;
+}
+
+export const SERVE_FLAGS = ['host', 'port', 'data', 'id', 'peer-listen', 'peers'] as const;
+
+function clusterShape(flags: Flags): Pick<NodeConfig, 'id' | 'peers' | 'peerListen'> {
+  const peersText = flags['peers'];
+  if (peersText === undefined) {
+    if (flags['peer-listen'] !== undefined) {
+      throw new ConfigError('--peer-listen needs --peers');
+    }
+    const id = flags['id'] ?? 'n1';
+    return { id, peers: [{ id, host: '127.0.0.1', port: 0 }], peerListen: null };
+  }
+  const peers = parsePeers(peersText);
+  const id = flags['id'];
+  if (id === undefined) throw new ConfigError('--peers needs --id to say which member this is');
+  const self = peers.find((p) => p.id === id);
+  if (self === undefined) throw new ConfigError(`--id ${id} is not one of --peers`);
+  const listenText = flags['peer-listen'];
+  const peerListen = listenText === undefined ? { host: self.host, port: self.port }
+    : parseHostPort(listenText, '--peer-listen');
+  return { id, peers, peerListen };
+}
+
+function kvLimits(env: Env): KvLimits {
+  return {
+    maxValueBytes: intSetting(env, 'QUEEN_KV_MAX_VALUE_BYTES', 65_536, 1, 16 * 1024 * 1024),
+    maxKeyBytes: intSetting(env, 'QUEEN_KV_MAX_KEY_BYTES', 512, 1, 4096),
+    maxOpsPerCall: intSetting(env, 'QUEEN_KV_MAX_OPS_PER_CALL', 256, 1, 4096),
+    maxKeysPerCall: intSetting(env, 'QUEEN_KV_MAX_KEYS_PER_CALL', 1024, 1,
+      MAX_KEYS_PER_CALL_CEILING),
+    prefixLimit: intSetting(env, 'QUEEN_KV_PREFIX_LIMIT', 1000, 1, 100_000),
+    maxReadBytes: intSetting(env, 'QUEEN_KV_MAX_READ_BYTES', 4 * 1024 * 1024, 1, 1 << 30),
+    maxBodyBytes: intSetting(env, 'QUEEN_MAX_BODY_BYTES', 64 * 1024 * 1024, 1024, 1 << 30),
+  };
+}
+
+/** Builds the whole configuration, or throws `ConfigError`. */
+export function loadConfig(flags: Flags, env: Env): NodeConfig {
+  const port = flags['port'] === undefined ? 6632 : Number(flags['port']);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`--port ${flags['port']}: expected 0 to 65535`);
+  }
+  const tenancyHeader = boolSetting(env, 'QUEEN_TENANCY_HEADER', false);
+  const trustedProxy = boolSetting(env, 'QUEEN_KV_TRUSTED_PROXY', false);
+  if (tenancyHeader && !trustedProxy) {
+    throw new ConfigError('QUEEN_TENANCY_HEADER=true takes the tenant from a header any client ' +
+      'can set; it needs QUEEN_KV_TRUSTED_PROXY=true to say a trusted proxy sets it');
+  }
+  const jwtEnabled = boolSetting(env, 'JWT_ENABLED', false);
+  const jwtSecret = env['JWT_SECRET'] ?? '';
+  if (jwtEnabled && jwtSecret.length === 0) {
+    throw new ConfigError('JWT_ENABLED=true needs JWT_SECRET');
+  }
+  const limits = kvLimits(env);
+  return {
+    host: flags['host'] ?? '127.0.0.1',
+    port,
+    dataDir: flags['data'] ?? './data',
+    ...clusterShape(flags),
+    limits,
+    rates: {
+      readRate: intSetting(env, 'QUEEN_KV_READ_RATE', 200, 0, 10_000_000),
+      readBurst: intSetting(env, 'QUEEN_KV_READ_BURST', 400, 0, 10_000_000),
+      writeRate: intSetting(env, 'QUEEN_KV_WRITE_RATE', 100, 0, 10_000_000),
+      writeBurst: intSetting(env, 'QUEEN_KV_WRITE_BURST', 200, 0, 10_000_000),
+    },
+    expireEveryMs: intSetting(env, 'QUEEN_KV_EXPIRE_EVERY_MS', 1000, 10, 3_600_000),
+    expireBatch: intSetting(env, 'QUEEN_KV_EXPIRE_BATCH', 1000, 1, 100_000),
+    tenancyHeader,
+    trustedProxy,
+    requireGrant: boolSetting(env, 'QUEEN_KV_REQUIRE_GRANT', tenancyHeader),
+    jwt: { enabled: jwtEnabled, secret: jwtSecret },
+    snapshotEveryEntries: intSetting(env, 'HIVEKV_SNAPSHOT_EVERY_ENTRIES', 100_000, 10,
+      100_000_000),
+    snapshotEveryBytes: intSetting(env, 'HIVEKV_SNAPSHOT_EVERY_BYTES', 256 * 1024 * 1024,
+      4096, 64 * 1024 * 1024 * 1024),
+    minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 1 << 40),
+    requestTimeoutMs: intSetting(env, 'HIVEKV_REQUEST_TIMEOUT_MS', 5000, 100, 600_000),
+    tickMs: intSetting(env, 'HIVEKV_TICK_MS', 50, 1, 10_000),
+    logLevel: env['HIVEKV_LOG_LEVEL'] ?? 'info',
+  };
+}
