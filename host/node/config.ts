@@ -142,7 +142,8 @@ export function parseFlags(argv: readonly string[], known: readonly string[]): F
     const eq = arg.indexOf('=');
     const name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
     if (!known.includes(name)) {
-      throw new ConfigError(`unknown flag --${name} (known: ${known.map((k) => '--' + k).join(' ')})`);
+      const knownFlags = known.map((k) => '--' + k).join(' ');
+      throw new ConfigError(`unknown flag --${name} (known: ${knownFlags})`);
     }
     let value: string | undefined = eq > 0 ? arg.slice(eq + 1) : argv[i + 1];
     if (eq <= 0) i++;

@@ -1,0 +1,140 @@
+/**
+ * The `hivekv` command line: `hivekv serve [flags]` runs one node until SIGTERM or SIGINT.
+ * This is the composition root: it builds the adapters (files, sockets, clock), the machine,
+ * the driver and the HTTP server, and owns the process's life. Nothing else calls
+ * `process.exit`.
+ */
+import { randomInt } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { JwtAuthenticator } from '../http/auth.js';
+import { TokenBucketRateLimiter } from '../http/rate-limit.js';
+import { startHttpServer, type HttpServerHandle } from '../http/server.js';
+import { HeaderTenantResolver } from '../http/tenancy.js';
+import { StateMachine } from '../machine/state-machine.js';
+import { FileStorage } from '../storage/file-storage.js';
+import { NoPeersTransport } from '../transport/no-peers.js';
+import { WsTransport } from '../transport/ws-transport.js';
+import { ConfigError, loadConfig, parseFlags, SERVE_FLAGS, type NodeConfig } from './config.js';
+import { lockDataDir } from './data-lock.js';
+import { createLogger, type Logger } from './log.js';
+import { NodeMetrics } from './metrics.js';
+import { Replica } from './replica.js';
+import { realScheduler } from './scheduler.js';
+
+const USAGE = `usage: hivekv serve [--host 127.0.0.1] [--port 6632] [--data ./data]
+                    [--id n1 --peer-listen 127.0.0.1:7001
+                     --peers n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003]
+Configuration beyond the flags comes from the environment (see README.md).`;
+
+/** Election timeout in ticks; with the default 50 ms tick, 500 to 1000 ms. */
+const ELECTION_TICKS = 10;
+const SHUTDOWN_TRANSFER_MS = 2000;
+const SHUTDOWN_DRAIN_MS = 5000;
+const METRICS_REFRESH_MS = 5000;
+const TENANTS_IN_METRICS_MAX = 100;
+
+export async function main(argv: readonly string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === 'help') {
+    console.log(USAGE);
+    return;
+  }
+  if (command !== 'serve') throw new Error(`unknown command "${command}"\n${USAGE}`);
+  let config: NodeConfig;
+  try {
+    config = loadConfig(parseFlags(rest, SERVE_FLAGS), process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`hivekv: ${error.message}\n${USAGE}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  await serve(config);
+}
+
+function buildTransport(config: NodeConfig) {
+  if (config.peers.length === 1 || config.peerListen === null) return new NoPeersTransport();
+  return new WsTransport({ selfId: config.id, listen: config.peerListen, peers: config.peers });
+}
+
+async function serve(config: NodeConfig): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  const dataDir = resolve(config.dataDir);
+  const releaseLock = lockDataDir(dataDir);
+  const metrics = new NodeMetrics();
+  const fatal = (error: Error): never => {
+    logger.error({ err: error.message, stack: error.stack }, 'fatal: the node stops');
+    process.exit(1);
+  };
+  process.on('unhandledRejection', (reason) => fatal(new Error(`unhandled rejection: ${reason}`)));
+  const storage = new FileStorage(join(dataDir), {
+    minFreeBytes: config.minFreeBytes,
+    onFsyncSeconds: (seconds) => metrics.observeFsync(seconds),
+  });
+  const machine = StateMachine.create();
+  const replica = new Replica({
+    id: config.id,
+    voters: config.peers.map((p) => p.id),
+    seed: randomInt(2 ** 31),
+    incarnation: randomInt(2 ** 32),
+    tickMs: config.tickMs,
+    electionTicks: ELECTION_TICKS,
+    requestTimeoutMs: config.requestTimeoutMs,
+    requireGrant: config.requireGrant,
+    expireEveryMs: config.expireEveryMs,
+    expireBatch: config.expireBatch,
+    snapshotEveryEntries: config.snapshotEveryEntries,
+    snapshotEveryBytes: config.snapshotEveryBytes,
+  }, { storage, transport: buildTransport(config), machine, scheduler: realScheduler,
+    onFatal: fatal });
+  await replica.start();
+  const http = await startHttpServer({
+    service: replica,
+    config,
+    authenticator: new JwtAuthenticator(config.jwt),
+    tenants: new HeaderTenantResolver({ tenancyHeader: config.tenancyHeader }),
+    rateLimiter: new TokenBucketRateLimiter(config.rates),
+    metrics,
+    logger,
+  }, config.host, config.port);
+  const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
+  refresh.unref();
+  logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
+    peers: config.peers.length }, 'serving');
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    void stop(signal, replica, http, logger).then(() => {
+      releaseLock();
+      process.exit(0);
+    }, fatal);
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+function refreshGauges(replica: Replica, machine: StateMachine, metrics: NodeMetrics): void {
+  const health = replica.health();
+  metrics.setRaft({
+    term: health.term,
+    commitIndex: health.commitIndex,
+    appliedIndex: health.appliedIndex,
+    lastIndex: health.commitIndex,
+    isLeader: health.role === 'leader',
+  });
+  metrics.setTenantUsage(machine.tenantsUsage(TENANTS_IN_METRICS_MAX));
+}
+
+/** SIGTERM: stop taking requests, hand leadership over, finish in-flight calls, flush. */
+async function stop(signal: string, replica: Replica, http: HttpServerHandle,
+  logger: Logger): Promise<void> {
+  logger.info({ signal }, 'stopping: no new requests');
+  http.stopAccepting();
+  await replica.transferLeadership(SHUTDOWN_TRANSFER_MS);
+  await http.drain(SHUTDOWN_DRAIN_MS);
+  await replica.stop();
+  await http.close();
+  logger.info({}, 'stopped');
+}

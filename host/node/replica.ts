@@ -1,0 +1,507 @@
+/**
+ * The node driver: the only asynchronous code between the pure Raft core, the durable log,
+ * the peer transport and the WebAssembly machine. It implements `KvService` for HTTP.
+ *
+ * The order of one Ready is fixed (etcd's raft and DESIGN.md):
+ *   1. send `earlyMessages` (the leader's appends: it counts its own copy only after step 6),
+ *   2. persist a received snapshot, then entries and hard state, one fsync for all of them,
+ *   3. send `messages` (votes and acknowledgements promise what step 2 made durable),
+ *   4. apply `committedEntries` in order, in WebAssembly, at each entry's stamp,
+ *   5. answer the read states whose index is applied,
+ *   6. `advance()`.
+ * Only one Ready is in flight. Proposals that arrive while it is being persisted wait in the
+ * core and go out together in the next one: that is the group commit.
+ *
+ * Errors: a failed write or fsync crashes the node (`onFatal`) and is never retried; a
+ * machine trap is a bug and crashes it too, naming the entry. Everything the driver queues is
+ * bounded, and every client wait ends by `requestTimeoutMs` at the latest.
+ */
+import { createRaft, type Message, type RaftCore, type Ready } from '../core/raft/raft.js';
+import { decodeMessage, encodeMessage } from '../core/raft/message-codec.js';
+import type { Entry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
+import {
+  isWriteOp, type CallOutcome, type Command, type KvCall, type QuotaSettings,
+} from '../machine/commands.js';
+import { encodeCommand } from '../machine/codec.js';
+import type { StateMachine } from '../machine/state-machine.js';
+import type { Storage } from '../storage/storage.js';
+import type { Transport } from '../transport/transport.js';
+import {
+  DedupTable, decodeEnvelope, encodeEnvelope, unwrapSnapshot, wrapSnapshot, type Origin,
+} from './envelope.js';
+import type { Scheduler, TimerHandle } from './scheduler.js';
+import type {
+  KvService, NodeHealth, QuotaView, ServiceResult, Unavailable, UnavailableReason,
+} from './service.js';
+
+/** Client requests waiting on this node at once; past it, 503 `overloaded`. */
+export const PENDING_REQUESTS_MAX = 100_000;
+const RETRY_AFTER_SECONDS = 1;
+
+export interface ReplicaOptions {
+  readonly id: string;
+  readonly voters: readonly string[];
+  readonly seed: number;
+  readonly incarnation: number;
+  readonly tickMs: number;
+  readonly electionTicks: number;
+  readonly requestTimeoutMs: number;
+  readonly requireGrant: boolean;
+  readonly expireEveryMs: number;
+  readonly expireBatch: number;
+  readonly snapshotEveryEntries: number;
+  readonly snapshotEveryBytes: number;
+}
+
+export interface ReplicaDeps {
+  readonly storage: Storage;
+  readonly transport: Transport;
+  readonly machine: StateMachine;
+  readonly scheduler: Scheduler;
+  /** Called once with the error that makes this node unable to go on; it must stop it. */
+  readonly onFatal: (error: Error) => void;
+  readonly onApplied?: (index: number) => void;
+}
+
+type Settle<T> = (result: ServiceResult<T>) => void;
+
+interface PendingWrite {
+  readonly command: Command;
+  readonly settle: Settle<CallOutcome | null>;
+  readonly timer: TimerHandle;
+  /** Set once the core accepted (or forwarded) it; null while waiting for a leader. */
+  seq: number | null;
+}
+
+interface PendingRead<T> {
+  readonly run: () => T;
+  readonly settle: Settle<T>;
+  readonly timer: TimerHandle;
+  /** The index this node must apply before answering; -1 while the core has not said. */
+  readIndex: number;
+}
+
+function unavailable(reason: UnavailableReason, detail: string): Unavailable {
+  return { kind: 'unavailable', reason, detail, retryAfterSeconds: RETRY_AFTER_SECONDS };
+}
+
+const NOOP_COMMAND = encodeCommand({ kind: 'noop' });
+
+export class Replica implements KvService {
+  private core!: RaftCore;
+  private dedup = new DedupTable();
+  private readonly origin: Origin;
+  private nextSeq = 1;
+  private nextReadId = 1;
+  private readonly writesBySeq = new Map<number, PendingWrite>();
+  /** Writes waiting for a leader to be known, in arrival order. */
+  private readonly writesAwaitingLeader: PendingWrite[] = [];
+  private readonly reads = new Map<number, PendingRead<unknown>>();
+  private readonly readsAwaitingLeader: number[] = [];
+  private pumping = false;
+  private state: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
+  private tickTimer: TimerHandle | null = null;
+  private sweepTimer: TimerHandle | null = null;
+  private snapshotIndex = 0;
+  /** The term of the last applied entry, for the meta of the next snapshot. */
+  private appliedTerm = 0;
+  private logBytesSinceSnapshot = 0;
+
+  constructor(
+    private readonly options: ReplicaOptions,
+    private readonly deps: ReplicaDeps,
+  ) {
+    this.origin = { nodeId: options.id, incarnation: options.incarnation };
+  }
+
+  /** Recovers the log and the machine, joins the cluster and starts the timers. */
+  async start(): Promise<void> {
+    const recovered = await this.deps.storage.recover();
+    if (recovered.snapshot !== null) this.restoreSnapshot(recovered.snapshot);
+    this.core = createRaft({
+      id: this.options.id,
+      voters: this.options.voters,
+      electionTicks: this.options.electionTicks,
+      heartbeatTicks: 1,
+      seed: this.options.seed,
+      maxInflightAppends: 64,
+      maxEntriesBytesPerAppend: 1024 * 1024,
+      maxSnapshotChunkBytes: 1024 * 1024,
+      preVote: true,
+      checkQuorum: true,
+    }, {
+      hardState: recovered.hardState,
+      snapshot: recovered.snapshot?.meta ?? null,
+      snapshotData: recovered.snapshot?.data ?? null,
+      entries: recovered.entries,
+    });
+    await this.deps.transport.start((from, frame) => this.onFrame(from, frame));
+    this.state = 'running';
+    this.scheduleTick();
+    this.scheduleSweep();
+    this.core.tick();
+    this.pump();
+  }
+
+  // ---------------------------------------------------------------- KvService
+
+  execute(call: KvCall): Promise<ServiceResult<CallOutcome>> {
+    if (!call.ops.some(isWriteOp)) {
+      return this.linearizableRead(() => this.deps.machine.read(call, this.readTimeMs()));
+    }
+    const flags = { requireGrant: this.options.requireGrant };
+    return this.write({ kind: 'call', call, flags }).then((result) => {
+      if (result.kind !== 'done') return result;
+      const outcome = result.value;
+      if (outcome === null) {
+        return { kind: 'done', value: { status: 'invalid', detail: 'entry applied no call' } };
+      }
+      return { kind: 'done', value: outcome };
+    });
+  }
+
+  async setPaused(paused: boolean): Promise<ServiceResult<void>> {
+    const result = await this.write({ kind: 'setPaused', paused });
+    return result.kind === 'done' ? { kind: 'done', value: undefined } : result;
+  }
+
+  async setQuota(tenant: string, quota: QuotaSettings): Promise<ServiceResult<void>> {
+    const result = await this.write({ kind: 'setQuota', tenant, quota });
+    return result.kind === 'done' ? { kind: 'done', value: undefined } : result;
+  }
+
+  getQuota(tenant: string): Promise<ServiceResult<QuotaView>> {
+    return this.linearizableRead(() => ({
+      tenant,
+      quota: this.deps.machine.quota(tenant),
+      usage: this.deps.machine.usage(tenant),
+    }));
+  }
+
+  isPausedLocally(): boolean {
+    return this.deps.machine.isPaused();
+  }
+
+  quotaLocally(tenant: string): QuotaSettings | null {
+    return this.deps.machine.quota(tenant);
+  }
+
+  health(): NodeHealth {
+    const status = this.core?.status();
+    return {
+      status: this.state === 'running' ? 'ok' : this.state === 'starting' ? 'starting' : 'stopping',
+      id: this.options.id,
+      role: status?.role ?? 'follower',
+      leader: status?.leader ?? null,
+      term: status?.term ?? 0,
+      commitIndex: status?.commitIndex ?? 0,
+      appliedIndex: this.deps.machine.appliedIndex,
+    };
+  }
+
+  /** Hands leadership to another member if this node leads; resolves once it does not. */
+  async transferLeadership(waitMs: number): Promise<void> {
+    const status = this.core.status();
+    if (status.role !== 'leader' || this.options.voters.length < 2) return;
+    const target = this.options.voters.find((v) => v !== this.options.id);
+    if (target === undefined) return;
+    this.core.transferLeadership(target);
+    this.pump();
+    const deadline = this.deps.scheduler.nowMs() + waitMs;
+    while (this.core.status().role === 'leader' && this.deps.scheduler.nowMs() < deadline) {
+      await new Promise<void>((resolve) => this.deps.scheduler.after(this.options.tickMs, resolve));
+    }
+  }
+
+  /** Stops timers, fails what still waits, lets the current Ready finish, closes adapters. */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.state = 'stopping';
+    this.tickTimer?.cancel();
+    this.sweepTimer?.cancel();
+    this.failEverything('shutting_down', 'the node is shutting down');
+    for (let i = 0; i < 200 && this.pumping; i++) {
+      await new Promise<void>((resolve) => this.deps.scheduler.after(5, resolve));
+    }
+    this.state = 'stopped';
+    await this.deps.transport.close();
+    await this.deps.storage.close();
+  }
+
+  pendingCount(): number {
+    return this.writesBySeq.size + this.writesAwaitingLeader.length + this.reads.size;
+  }
+
+  // ---------------------------------------------------------------- requests
+
+  private write(command: Command): Promise<ServiceResult<CallOutcome | null>> {
+    return new Promise((resolve) => {
+      const refusal = this.admissionRefusal(true);
+      if (refusal !== null) return resolve(refusal);
+      const pending: PendingWrite = {
+        command,
+        settle: resolve,
+        seq: null,
+        timer: this.deps.scheduler.after(this.options.requestTimeoutMs, () => {
+          this.forgetWrite(pending);
+          resolve(unavailable('timeout', 'no answer in time: the outcome is unknown'));
+        }),
+      };
+      this.proposeOrQueue(pending);
+      this.pump();
+    });
+  }
+
+  private linearizableRead<T>(run: () => T): Promise<ServiceResult<T>> {
+    return new Promise((resolve) => {
+      const refusal = this.admissionRefusal(false);
+      if (refusal !== null) return resolve(refusal);
+      const requestId = this.nextReadId++;
+      const pending: PendingRead<T> = {
+        run,
+        settle: resolve,
+        readIndex: -1,
+        timer: this.deps.scheduler.after(this.options.requestTimeoutMs, () => {
+          this.reads.delete(requestId);
+          resolve(unavailable('timeout', 'the cluster did not confirm a read index in time'));
+        }),
+      };
+      this.reads.set(requestId, pending as PendingRead<unknown>);
+      if (this.core.status().leader === null) this.readsAwaitingLeader.push(requestId);
+      else this.core.readIndex(requestId);
+      this.pump();
+    });
+  }
+
+  private admissionRefusal(isWrite: boolean): Unavailable | null {
+    if (this.state !== 'running') return unavailable('shutting_down', 'the node is not serving');
+    if (this.pendingCount() >= PENDING_REQUESTS_MAX) {
+      return unavailable('overloaded', 'too many requests waiting on this node');
+    }
+    if (isWrite && this.deps.storage.isLowOnSpace()) {
+      return unavailable('storage_full', 'the data directory is low on free space');
+    }
+    return null;
+  }
+
+  private proposeOrQueue(pending: PendingWrite): void {
+    const seq = this.nextSeq++;
+    const data = encodeEnvelope(this.origin, seq, encodeCommand(pending.command));
+    const result = this.core.propose(data, this.deps.scheduler.nowMs());
+    if (result.kind === 'dropped') {
+      this.nextSeq--;
+      this.writesAwaitingLeader.push(pending);
+      return;
+    }
+    pending.seq = seq;
+    this.writesBySeq.set(seq, pending);
+  }
+
+  private forgetWrite(pending: PendingWrite): void {
+    if (pending.seq !== null) this.writesBySeq.delete(pending.seq);
+    const at = this.writesAwaitingLeader.indexOf(pending);
+    if (at >= 0) this.writesAwaitingLeader.splice(at, 1);
+  }
+
+  /** Once a leader is known, proposals and reads that waited for one go out. */
+  private releaseAwaitingLeader(): void {
+    if (this.core.status().leader === null) return;
+    const writes = this.writesAwaitingLeader.splice(0);
+    for (const pending of writes) this.proposeOrQueue(pending);
+    const reads = this.readsAwaitingLeader.splice(0);
+    for (const requestId of reads) {
+      if (this.reads.has(requestId)) this.core.readIndex(requestId);
+    }
+  }
+
+  private failEverything(reason: UnavailableReason, detail: string): void {
+    const writes = [...this.writesBySeq.values(), ...this.writesAwaitingLeader];
+    this.writesBySeq.clear();
+    this.writesAwaitingLeader.length = 0;
+    for (const pending of writes) {
+      pending.timer.cancel();
+      pending.settle(unavailable(reason, detail));
+    }
+    const reads = [...this.reads.values()];
+    this.reads.clear();
+    this.readsAwaitingLeader.length = 0;
+    for (const pending of reads) {
+      pending.timer.cancel();
+      pending.settle(unavailable(reason, detail));
+    }
+  }
+
+  /** A read evaluates expiry at max(local clock, last applied stamp) (DESIGN.md). */
+  private readTimeMs(): number {
+    return Math.max(this.deps.scheduler.nowMs(), this.deps.machine.lastTimeMs);
+  }
+
+  // ---------------------------------------------------------------- the loop
+
+  private onFrame(from: string, frame: Uint8Array): void {
+    if (this.state !== 'running') return;
+    const message = decodeMessage(frame);
+    if (message === null || message.from !== from) return;
+    this.core.step(message);
+    this.pump();
+  }
+
+  private scheduleTick(): void {
+    this.tickTimer = this.deps.scheduler.after(this.options.tickMs, () => {
+      if (this.state !== 'running') return;
+      this.core.tick();
+      this.pump();
+      this.scheduleTick();
+    });
+  }
+
+  private scheduleSweep(): void {
+    this.sweepTimer = this.deps.scheduler.after(this.options.expireEveryMs, () => {
+      if (this.state !== 'running') return;
+      const status = this.core.status();
+      if (status.role === 'leader' && this.deps.machine.liveKeyCount() > 0 &&
+        this.pendingCount() < PENDING_REQUESTS_MAX) {
+        const command = encodeCommand({ kind: 'sweep', maxKeys: this.options.expireBatch });
+        const seq = this.nextSeq++;
+        this.core.propose(encodeEnvelope(this.origin, seq, command), this.deps.scheduler.nowMs());
+        this.pump();
+      }
+      this.scheduleSweep();
+    });
+  }
+
+  /** Starts draining Readies unless a drain is already running. */
+  private pump(): void {
+    if (this.pumping || this.state === 'stopped' || !this.core.hasReady()) return;
+    this.pumping = true;
+    this.drainReadies().then(
+      () => {
+        this.pumping = false;
+        if (this.state === 'running') this.pump();
+      },
+      (error: unknown) => {
+        this.pumping = false;
+        this.state = 'stopped';
+        this.deps.onFatal(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  }
+
+  private async drainReadies(): Promise<void> {
+    while (this.state !== 'stopped' && this.core.hasReady()) {
+      const ready = this.core.ready();
+      this.sendAll(ready.earlyMessages);
+      await this.persist(ready);
+      this.sendAll(ready.messages);
+      this.applyCommitted(ready.committedEntries);
+      this.noteReadStates(ready);
+      this.core.advance(ready);
+      this.noteSoftState(ready);
+      this.serveReads();
+      await this.maybeSnapshot();
+    }
+  }
+
+  private async persist(ready: Ready): Promise<void> {
+    const { storage } = this.deps;
+    if (ready.snapshot !== null) {
+      await storage.saveSnapshot(ready.snapshot.meta, ready.snapshot.data);
+      this.restoreSnapshot(ready.snapshot);
+    }
+    if (ready.entries.length > 0) {
+      storage.append(ready.entries);
+      for (const entry of ready.entries) this.logBytesSinceSnapshot += entry.data.length + 32;
+    }
+    if (ready.hardState !== null) storage.setHardState(ready.hardState);
+    if (ready.entries.length > 0 || ready.hardState !== null) await storage.sync();
+  }
+
+  private sendAll(messages: readonly Message[]): void {
+    for (const message of messages) this.deps.transport.send(message.to, encodeMessage(message));
+  }
+
+  private restoreSnapshot(snapshot: Snapshot): void {
+    const { dedup, machine } = unwrapSnapshot(snapshot.data);
+    this.deps.machine.restore(machine);
+    this.dedup = dedup;
+    this.snapshotIndex = snapshot.meta.index;
+    this.appliedTerm = snapshot.meta.term;
+    this.logBytesSinceSnapshot = 0;
+  }
+
+  private applyCommitted(entries: readonly Entry[]): void {
+    const { machine } = this.deps;
+    for (const entry of entries) {
+      if (entry.index <= machine.appliedIndex) continue;
+      this.appliedTerm = entry.term;
+      const envelope = entry.type === 'normal' ? decodeEnvelope(entry.data) : null;
+      if (envelope === null || !this.dedup.admit(envelope, entry.index)) {
+        machine.apply(entry.index, entry.timeMs, NOOP_COMMAND);
+        continue;
+      }
+      const outcome = machine.apply(entry.index, entry.timeMs, envelope.command);
+      if (outcome.kind === 'invalid') {
+        throw new Error(`entry ${entry.index} was refused by the machine: ${outcome.detail}`);
+      }
+      const mine = envelope.origin.nodeId === this.origin.nodeId &&
+        envelope.origin.incarnation === this.origin.incarnation;
+      const pending = mine ? this.writesBySeq.get(envelope.seq) : undefined;
+      if (pending !== undefined) {
+        this.writesBySeq.delete(envelope.seq);
+        pending.timer.cancel();
+        pending.settle({ kind: 'done', value: outcome.kind === 'call' ? outcome.outcome : null });
+      }
+    }
+    if (entries.length > 0) this.deps.onApplied?.(machine.appliedIndex);
+  }
+
+  private noteReadStates(ready: Ready): void {
+    for (const { requestId, readIndex } of ready.readStates) {
+      const pending = this.reads.get(requestId);
+      if (pending === undefined) continue;
+      if (readIndex < 0) {
+        this.reads.delete(requestId);
+        pending.timer.cancel();
+        const detail = 'leadership changed before the read was confirmed';
+        pending.settle(unavailable('no_leader', detail));
+        continue;
+      }
+      pending.readIndex = readIndex;
+    }
+  }
+
+  private serveReads(): void {
+    const applied = this.deps.machine.appliedIndex;
+    for (const [requestId, pending] of this.reads) {
+      if (pending.readIndex < 0 || pending.readIndex > applied) continue;
+      this.reads.delete(requestId);
+      pending.timer.cancel();
+      pending.settle({ kind: 'done', value: pending.run() });
+    }
+  }
+
+  private noteSoftState(ready: Ready): void {
+    if (ready.softState !== null && ready.softState.leader !== null) {
+      this.releaseAwaitingLeader();
+    }
+  }
+
+  private async maybeSnapshot(): Promise<void> {
+    const { machine } = this.deps;
+    const applied = machine.appliedIndex;
+    const due = applied - this.snapshotIndex >= this.options.snapshotEveryEntries ||
+      this.logBytesSinceSnapshot >= this.options.snapshotEveryBytes;
+    if (!due || applied <= this.snapshotIndex) return;
+    const meta: SnapshotMeta = {
+      index: applied,
+      term: this.appliedTerm,
+      timeMs: machine.lastTimeMs,
+      voters: this.options.voters,
+    };
+    const data = wrapSnapshot(this.dedup, machine.snapshot());
+    await this.deps.storage.saveSnapshot(meta, data);
+    this.core.compact(meta, data);
+    this.snapshotIndex = applied;
+    this.logBytesSinceSnapshot = 0;
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * The transport of a single-node cluster: there is nobody to talk to, so nothing is sent
+ * and nothing arrives. A frame addressed to a peer here is a bug in the caller.
+ */
+import type { Transport } from './transport.js';
+
+export class NoPeersTransport implements Transport {
+  async start(): Promise<void> {}
+
+  send(to: string): void {
+    throw new Error(`a single node has no peer ${to} to send to`);
+  }
+
+  async close(): Promise<void> {}
+}

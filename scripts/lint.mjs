@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// The project's code rules (STYLE.md, "Enforcement"), checked with the TypeScript parser:
+// - no line over 100 columns, no function over 70 lines, in host/, assembly/, bench/, test/;
+// - the pure parts (host/core/**, assembly/**) import no I/O and read no clock or randomness.
+// Exits 1 and lists every finding. A custom script instead of ESLint: these are the only
+// rules we enforce, and the parser we already install checks them in well under a second.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import ts from 'typescript';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const SCANNED = ['host', 'assembly', 'bench', 'test', 'scripts'];
+const PURE = ['host/core/', 'assembly/'];
+const LINE_COLUMNS_MAX = 100;
+const FUNCTION_LINES_MAX = 70;
+const FORBIDDEN_MODULES = [/^node:/, /^ws$/, /^hyper-express$/, /^fs$/, /^path$/, /^os$/];
+const FORBIDDEN_GLOBALS = new Set([
+  'Date', 'setTimeout', 'setInterval', 'setImmediate', 'process', 'performance', 'console',
+  'queueMicrotask',
+]);
+
+function* sourceFiles(dir) {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (name === 'node_modules' || name.startsWith('.')) continue;
+    if (statSync(path).isDirectory()) yield* sourceFiles(path);
+    else if (/\.(ts|mjs)$/.test(name) && !name.endsWith('.d.ts')) yield path;
+  }
+}
+
+/** `x.Date` or `{ Date: 1 }` name a property, not the global. */
+function isMemberOrDeclarationName(node) {
+  const parent = node.parent;
+  if (ts.isPropertyAccessExpression(parent) && parent.name === node) return true;
+  return (ts.isPropertyAssignment(parent) || ts.isPropertySignature(parent) ||
+    ts.isPropertyDeclaration(parent) || ts.isMethodDeclaration(parent)) && parent.name === node;
+}
+
+function checkFile(path, findings) {
+  const file = relative(ROOT, path);
+  const text = readFileSync(path, 'utf8');
+  text.split('\n').forEach((line, i) => {
+    if (line.length > LINE_COLUMNS_MAX) {
+      findings.push(`${file}:${i + 1}: line is ${line.length} columns (max ${LINE_COLUMNS_MAX})`);
+    }
+  });
+  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+  const pure = PURE.some((prefix) => file.startsWith(prefix));
+  const lineOf = (pos) => source.getLineAndCharacterOfPosition(pos).line + 1;
+  const visit = (node) => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+      const lines = lineOf(node.body.getEnd()) - lineOf(node.body.getStart()) + 1;
+      if (lines > FUNCTION_LINES_MAX) {
+        const name = node.name?.getText() ?? '(anonymous)';
+        findings.push(`${file}:${lineOf(node.getStart())}: function ${name} is ${lines} lines ` +
+          `(max ${FUNCTION_LINES_MAX})`);
+      }
+    }
+    if (pure && (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      const module = node.moduleSpecifier.text;
+      if (FORBIDDEN_MODULES.some((re) => re.test(module))) {
+        findings.push(`${file}:${lineOf(node.getStart())}: pure code imports "${module}"`);
+      }
+    }
+    if (pure && ts.isIdentifier(node) && FORBIDDEN_GLOBALS.has(node.text) &&
+      !isMemberOrDeclarationName(node)) {
+      findings.push(`${file}:${lineOf(node.getStart())}: pure code uses ${node.text}`);
+    }
+    if (pure && ts.isPropertyAccessExpression(node) && node.getText() === 'Math.random') {
+      findings.push(`${file}:${lineOf(node.getStart())}: pure code uses Math.random`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+}
+
+const findings = [];
+for (const dir of SCANNED) {
+  let exists = true;
+  try {
+    statSync(join(ROOT, dir));
+  } catch {
+    exists = false;
+  }
+  if (exists) for (const path of sourceFiles(join(ROOT, dir))) checkFile(path, findings);
+}
+if (findings.length > 0) {
+  console.error(findings.join('\n'));
+  console.error(`lint: ${findings.length} finding(s)`);
+  process.exit(1);
+}
+console.log('lint: clean');
