@@ -9,7 +9,8 @@ describe('configuration', () => {
     expect(config).toMatchObject({ host: '127.0.0.1', port: 6632, dataDir: './data', id: 'n1' });
     expect(config.peers).toHaveLength(1);
     expect(config.limits.maxValueBytes).toBe(65536);
-    expect(config.rates).toEqual({ readRate: 200, readBurst: 400, writeRate: 100, writeBurst: 200 });
+    expect(config.rates).toEqual({ readRate: 200, readBurst: 400, writeRate: 100,
+      writeBurst: 200 });
   });
 
   it('reads a cluster from --peers, with its own entry as the default --peer-listen', () => {

@@ -1,0 +1,169 @@
+/**
+ * Real hivekv nodes as child processes, for tests that cross a process boundary. Each node
+ * runs `bin/hivekv.js serve` (the built dist/), listens on 127.0.0.1, and is stopped by the
+ * PID this helper started, never by name.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const START_TIMEOUT_MS = 20_000;
+const STOP_TIMEOUT_MS = 15_000;
+
+/** Settings that keep load tests from being rate limited unless a test wants limits. */
+export const UNLIMITED_RATES = {
+  QUEEN_KV_READ_RATE: '0',
+  QUEEN_KV_WRITE_RATE: '0',
+};
+
+export interface NodeProcess {
+  readonly pid: number;
+  readonly port: number;
+  readonly url: string;
+  readonly output: () => string;
+  readonly exited: Promise<number | null>;
+  /** SIGTERM and wait for the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait. */
+  kill(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly dataDir: string;
+  readonly env?: Record<string, string>;
+  readonly args?: readonly string[];
+  readonly port?: number;
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `hivekv-${prefix}-`));
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** A free loopback port (for peer links, whose ports must be known before start). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function waitForServing(child: ChildProcess, getOutput: () => string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`node did not start in ${START_TIMEOUT_MS} ms:\n${getOutput()}`));
+    }, START_TIMEOUT_MS);
+    const onData = () => {
+      for (const line of getOutput().split('\n')) {
+        if (!line.includes('"serving"')) continue;
+        try {
+          const record = JSON.parse(line) as { port?: number };
+          if (typeof record.port === 'number') {
+            clearTimeout(timer);
+            child.stdout?.off('data', onData);
+            resolve(record.port);
+            return;
+          }
+        } catch {
+          // not a JSON line
+        }
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`node exited with ${code} before serving:\n${getOutput()}`));
+    });
+  });
+}
+
+export async function startNode(options: StartOptions): Promise<NodeProcess> {
+  const args = ['bin/hivekv.js', 'serve', '--host', '127.0.0.1',
+    '--port', String(options.port ?? 0), '--data', options.dataDir, ...(options.args ?? [])];
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, HIVEKV_LOG_LEVEL: 'info', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const OUTPUT_CHARS_MAX = 1_000_000;
+  const append = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.length > OUTPUT_CHARS_MAX) output = output.slice(-OUTPUT_CHARS_MAX / 2);
+  };
+  child.stdout?.on('data', append);
+  child.stderr?.on('data', append);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  const port = await waitForServing(child, () => output);
+  const pid = child.pid ?? -1;
+  const waitExit = async (): Promise<number | null> => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`pid ${pid} did not exit`)), STOP_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([exited, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return {
+    pid,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    output: () => output,
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return waitExit();
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await waitExit();
+    },
+  };
+}
+
+export interface HttpAnswer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly body: any;
+}
+
+/** One HTTP call; `body` is sent as JSON unless it is already a string. */
+export async function call(base: string, method: string, path: string, body?: unknown,
+  headers: Record<string, string> = {}): Promise<HttpAnswer> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] = 'application/json';
+  }
+  const response = await fetch(base + path, init);
+  const text = await response.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, body: parsed };
+}
+
+/** POST /api/v1/kv with the given operations. */
+export function kv(base: string, operations: unknown[], headers?: Record<string, string>) {
+  return call(base, 'POST', '/api/v1/kv', { operations }, headers);
+}
