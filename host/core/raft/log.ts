@@ -1,0 +1,233 @@
+/**
+ * The in-memory Raft log: the entries after the last snapshot, with the commit, apply and
+ * persistence cursors (§5.3, §7).
+ *
+ * Pure: no I/O, no clock. The driver persists what `Ready.entries` says and reloads it at
+ * start-up; this class only tracks which suffix is not yet durable (`stableIndex`).
+ *
+ * Invariants, asserted on every change:
+ * - `entries[i].index === snapshot.index + 1 + i` (no holes) and terms never decrease;
+ * - `timeMs` never decreases along the log, starting from the snapshot's stamp;
+ * - `appliedIndex <= applyingIndex <= commitIndex <= lastIndex()`, and `commitIndex` never
+ *   decreases; an entry at or below `commitIndex` is never overwritten.
+ */
+import type { Entry, Snapshot, SnapshotMeta } from './types.js';
+
+/** Bytes counted per entry on top of its data, for the byte bounds of batches. */
+export const ENTRY_OVERHEAD_BYTES = 32;
+
+export function entryBytes(entry: Entry): number {
+  return entry.data.length + ENTRY_OVERHEAD_BYTES;
+}
+
+export function raftAssert(condition: boolean, what: string): asserts condition {
+  if (!condition) throw new Error(`raft invariant violated: ${what}`);
+}
+
+export class RaftLog {
+  /** The last snapshot: it covers every index up to `snapshot.index`. */
+  snapshot: SnapshotMeta;
+  /** `entries[i]` has log index `snapshot.index + 1 + i`. */
+  private entries: Entry[];
+  /** Highest index known committed (§5.3). Never decreases. */
+  commitIndex: number;
+  /** Highest index the driver confirmed applied (through `advance`). */
+  appliedIndex: number;
+  /** Highest index handed to the driver to apply (in an outstanding Ready). */
+  applyingIndex: number;
+  /** Entries up to here are durable; the rest go out in `Ready.entries`. */
+  stableIndex: number;
+  /** A snapshot received from a leader and not yet durable (`Ready.snapshot`). */
+  pendingSnapshot: Snapshot | null = null;
+
+  constructor(snapshot: SnapshotMeta, entries: readonly Entry[], commitIndex: number) {
+    this.snapshot = snapshot;
+    this.entries = [];
+    this.commitIndex = snapshot.index;
+    this.appliedIndex = snapshot.index;
+    this.applyingIndex = snapshot.index;
+    this.stableIndex = snapshot.index;
+    if (entries.length > 0) this.appendAfter(snapshot.index, entries);
+    this.stableIndex = this.lastIndex();
+    raftAssert(commitIndex <= this.lastIndex(), `restored commitIndex ${commitIndex} > last`);
+    this.commitIndex = Math.max(commitIndex, snapshot.index);
+  }
+
+  firstIndex(): number {
+    return this.snapshot.index + 1;
+  }
+
+  lastIndex(): number {
+    return this.snapshot.index + this.entries.length;
+  }
+
+  lastTerm(): number {
+    const last = this.entries[this.entries.length - 1];
+    return last === undefined ? this.snapshot.term : last.term;
+  }
+
+  lastTimeMs(): number {
+    const last = this.entries[this.entries.length - 1];
+    return last === undefined ? this.snapshot.timeMs : last.timeMs;
+  }
+
+  /** The term at `index`, or null when it is compacted away or beyond the log. */
+  term(index: number): number | null {
+    if (index === this.snapshot.index) return this.snapshot.term;
+    const entry = this.entry(index);
+    return entry === undefined ? null : entry.term;
+  }
+
+  entry(index: number): Entry | undefined {
+    return this.entries[index - this.snapshot.index - 1];
+  }
+
+  matchTerm(index: number, term: number): boolean {
+    return this.term(index) === term;
+  }
+
+  /** §5.4.1: a log is at least as up to date when its last term is higher, or equal and
+   *  its last index is at least ours. */
+  isUpToDate(lastLogIndex: number, lastLogTerm: number): boolean {
+    const ourTerm = this.lastTerm();
+    return lastLogTerm > ourTerm || (lastLogTerm === ourTerm && lastLogIndex >= this.lastIndex());
+  }
+
+  /**
+   * The largest index <= `index` whose term is <= `term`, used for fast backtracking: no
+   * entry after it can match a log whose entry at `index` has `term`. Floors at the
+   * snapshot index (everything there is committed and therefore matches).
+   */
+  findConflictByTerm(index: number, term: number): number {
+    let at = Math.min(index, this.lastIndex());
+    for (; at > this.snapshot.index; at--) {
+      const entry = this.entry(at);
+      if (entry !== undefined && entry.term <= term) return at;
+    }
+    return this.snapshot.index;
+  }
+
+  /**
+   * Follower side of AppendEntries (§5.3). Returns the index of the last new entry when
+   * `prevLogIndex`/`prevLogTerm` match, else null. Entries already present are skipped; the
+   * first conflicting one and everything after it are replaced.
+   */
+  maybeAppend(prevLogIndex: number, prevLogTerm: number, entries: readonly Entry[]): number | null {
+    if (!this.matchTerm(prevLogIndex, prevLogTerm)) return null;
+    const lastNew = prevLogIndex + entries.length;
+    let skip = 0;
+    for (; skip < entries.length; skip++) {
+      const entry = entries[skip]!;
+      raftAssert(entry.index === prevLogIndex + 1 + skip, 'append entries are contiguous');
+      if (entry.index <= this.snapshot.index) continue;
+      if (this.term(entry.index) !== entry.term) break;
+    }
+    if (skip < entries.length) {
+      const first = entries[skip]!;
+      raftAssert(first.index > this.commitIndex,
+        `append would overwrite committed index ${first.index} (commit ${this.commitIndex})`);
+      this.appendAfter(first.index - 1, entries.slice(skip));
+    }
+    return lastNew;
+  }
+
+  /** Replaces everything after `afterIndex` with `entries` (which start at afterIndex + 1). */
+  appendAfter(afterIndex: number, entries: readonly Entry[]): void {
+    raftAssert(afterIndex >= this.snapshot.index && afterIndex <= this.lastIndex(),
+      `append after ${afterIndex} outside [${this.snapshot.index}, ${this.lastIndex()}]`);
+    raftAssert(afterIndex >= this.commitIndex,
+      `append after ${afterIndex} would rewrite committed entries (commit ${this.commitIndex})`);
+    this.entries.length = afterIndex - this.snapshot.index;
+    let prevTerm = this.lastTerm();
+    let prevTimeMs = this.lastTimeMs();
+    for (const entry of entries) {
+      raftAssert(entry.index === this.lastIndex() + 1, `log hole at ${entry.index}`);
+      raftAssert(entry.term >= prevTerm, `term decreases at index ${entry.index}`);
+      raftAssert(entry.timeMs >= prevTimeMs, `timeMs decreases at index ${entry.index}`);
+      this.entries.push(entry);
+      prevTerm = entry.term;
+      prevTimeMs = entry.timeMs;
+    }
+    this.stableIndex = Math.min(this.stableIndex, afterIndex);
+  }
+
+  /** Raises `commitIndex`; asserts that it never decreases nor passes the last index. */
+  commitTo(index: number): boolean {
+    if (index <= this.commitIndex) return false;
+    raftAssert(index <= this.lastIndex(), `commit ${index} beyond last ${this.lastIndex()}`);
+    this.commitIndex = index;
+    return true;
+  }
+
+  /** Entries in [lo, hi], at most `maxBytes` (but at least one entry when lo <= hi). */
+  slice(lo: number, hi: number, maxBytes: number): Entry[] {
+    raftAssert(lo >= this.firstIndex(), `slice from compacted index ${lo}`);
+    const out: Entry[] = [];
+    let bytes = 0;
+    for (let index = lo; index <= Math.min(hi, this.lastIndex()); index++) {
+      const entry = this.entry(index)!;
+      bytes += entryBytes(entry);
+      if (out.length > 0 && bytes > maxBytes) break;
+      out.push(entry);
+    }
+    return out;
+  }
+
+  /** The entries the driver has not persisted yet. */
+  unstableEntries(): Entry[] {
+    return this.entries.slice(this.stableIndex - this.snapshot.index);
+  }
+
+  /** Marks entries durable up to `index` if the log still holds `term` there. */
+  stableTo(index: number, term: number): void {
+    if (index > this.stableIndex && this.matchTerm(index, term)) this.stableIndex = index;
+  }
+
+  /** Committed entries not yet handed out, at most `maxBytes` (at least one if any). */
+  nextCommitted(maxBytes: number): Entry[] {
+    if (this.pendingSnapshot !== null) return [];
+    return this.slice(this.applyingIndex + 1, this.commitIndex, maxBytes);
+  }
+
+  hasNextCommitted(): boolean {
+    return this.pendingSnapshot === null && this.commitIndex > this.applyingIndex;
+  }
+
+  /** The driver applied everything up to `index`. */
+  appliedTo(index: number): void {
+    raftAssert(index <= this.commitIndex, `applied ${index} > committed ${this.commitIndex}`);
+    raftAssert(index >= this.appliedIndex, `applied index moves back to ${index}`);
+    this.appliedIndex = index;
+    this.applyingIndex = Math.max(this.applyingIndex, index);
+  }
+
+  /** Drops entries up to `meta.index`, which must be applied and still in the log. */
+  compact(meta: SnapshotMeta): void {
+    raftAssert(meta.index <= this.appliedIndex,
+      `compact at ${meta.index} beyond applied ${this.appliedIndex}`);
+    raftAssert(meta.index <= this.stableIndex, `compact at unstable index ${meta.index}`);
+    raftAssert(this.term(meta.index) === meta.term, `compact meta term differs at ${meta.index}`);
+    this.entries = this.entries.slice(meta.index - this.snapshot.index);
+    this.snapshot = meta;
+  }
+
+  /** Installs a snapshot received from a leader: the log restarts after `meta.index`. */
+  restore(snapshot: Snapshot): void {
+    const meta = snapshot.meta;
+    raftAssert(meta.index > this.commitIndex, `restore at ${meta.index} <= commit`);
+    this.entries = [];
+    this.snapshot = meta;
+    this.commitIndex = meta.index;
+    this.applyingIndex = meta.index;
+    this.stableIndex = meta.index;
+    this.pendingSnapshot = snapshot;
+  }
+
+  /** The driver persisted and restored the pending snapshot. */
+  snapshotPersisted(index: number): void {
+    if (this.pendingSnapshot !== null && this.pendingSnapshot.meta.index === index) {
+      this.pendingSnapshot = null;
+      this.appliedIndex = Math.max(this.appliedIndex, index);
+    }
+  }
+}

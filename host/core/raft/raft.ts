@@ -1,0 +1,985 @@
+/**
+ * The Raft consensus core: a pure, synchronous step function in the style of etcd's raft
+ * library. The driver feeds it ticks, peer messages, proposals and read requests, and takes
+ * back a `Ready` saying what to persist, send and apply (see ready.ts for the order).
+ *
+ * Pure: no I/O, no clock, no timers, no global randomness. Election jitter comes from a
+ * PRNG seeded by the config, so the same seed and the same inputs give the same outputs.
+ * The log lives in memory (entries after the last snapshot); the driver persists it.
+ *
+ * Covers: elections with randomized timeouts and pre-vote (§5.2, thesis §9.6), check-quorum
+ * and the leader lease against disruptive servers (thesis §6.2, §4.2.3), replication with
+ * fast backtracking, pipelining and probe/replicate states (§5.3), commit by a quorum of the
+ * current term (§5.4.2), read index (thesis §6.4), forwarded proposals, chunked snapshots
+ * (§7) and leadership transfer (thesis §3.10). Membership changes are not supported.
+ */
+import { mark } from '../marks.js';
+import { createPrng, type Prng } from '../prng.js';
+import { entryBytes, raftAssert, RaftLog } from './log.js';
+import type { Message } from './messages.js';
+import { Progress } from './progress.js';
+import { committedIndex, voteResult } from './quorum.js';
+import { READS_PENDING_MAX, ReadTracker, type PendingRead, type ReadAnswer } from './read-index.js';
+import type { Ready, ReadState, SoftState } from './ready.js';
+import type { Entry, HardState, Role, Snapshot, SnapshotMeta } from './types.js';
+
+export type { Ready, ReadState, SoftState } from './ready.js';
+
+/** Largest data of one proposal; larger ones are dropped (`too-large`). */
+export const PROPOSAL_BYTES_MAX = 64 * 1024 * 1024;
+/** Uncommitted bytes a leader accepts before it drops proposals (`busy`). */
+export const UNCOMMITTED_BYTES_MAX = 128 * 1024 * 1024;
+/** Committed entry bytes one Ready hands out to apply (at least one entry). */
+export const COMMITTED_BYTES_PER_READY_MAX = 8 * 1024 * 1024;
+/** Snapshot chunks unacknowledged per follower. */
+export const SNAPSHOT_CHUNKS_IN_FLIGHT_MAX = 4;
+/** A snapshot stream whose acknowledgements stall this many heartbeats is resent. */
+export const SNAPSHOT_STALL_HEARTBEATS = 3;
+/** The largest snapshot a follower assembles. */
+export const SNAPSHOT_BYTES_MAX = 2 ** 31 - 1;
+/** A pending read fails after this many election timeouts. */
+export const READ_DEADLINE_ELECTIONS = 2;
+/** Messages one Ready may carry; beyond it messages are dropped (Raft resends). */
+export const OUTBOX_MESSAGES_MAX = 65_536;
+/** Bounds on config values, checked by `createRaft`. */
+export const ELECTION_TICKS_MAX = 10_000;
+export const INFLIGHT_APPENDS_MAX = 4096;
+export const VOTERS_MAX = 15;
+
+export interface RaftConfig {
+  /** This node's id; must be one of `voters`. */
+  readonly id: string;
+  /** Every voting member, this node included; 1..VOTERS_MAX distinct ids. */
+  readonly voters: readonly string[];
+  /** Election timeout in ticks, randomized in [electionTicks, 2*electionTicks); e.g. 10. */
+  readonly electionTicks: number;
+  /** Heartbeat interval in ticks, 1 <= heartbeatTicks < electionTicks; e.g. 1. */
+  readonly heartbeatTicks: number;
+  /** Seeds the election jitter. */
+  readonly seed: number;
+  /** Pipelined appends unacknowledged per follower, 1..INFLIGHT_APPENDS_MAX; e.g. 64. */
+  readonly maxInflightAppends: number;
+  /** Entry bytes per append message (one larger entry still goes alone); e.g. 1 MiB. */
+  readonly maxEntriesBytesPerAppend: number;
+  /** Bytes per snapshot chunk; e.g. 1 MiB. */
+  readonly maxSnapshotChunkBytes: number;
+  /** Ask for pre-votes before raising the term (thesis §9.6). */
+  readonly preVote: boolean;
+  /** Leader steps down without a live majority; followers keep a leader lease (§6.2). */
+  readonly checkQuorum: boolean;
+}
+
+/** What the driver reloaded from storage at start-up. */
+export interface Restored {
+  readonly hardState: HardState;
+  readonly snapshot: SnapshotMeta | null;
+  /** The snapshot's bytes, kept to send to followers behind the compacted log. */
+  readonly snapshotData: Uint8Array | null;
+  /** Every entry after the snapshot, contiguous. */
+  readonly entries: readonly Entry[];
+}
+
+export type DropReason = 'no-leader' | 'busy' | 'too-large' | 'transferring';
+
+export type ProposeResult =
+  | { readonly kind: 'proposed'; readonly index: number; readonly term: number }
+  | { readonly kind: 'forwarded' }
+  | { readonly kind: 'dropped'; readonly reason: DropReason };
+
+export interface RaftStatus {
+  readonly id: string;
+  readonly role: Role;
+  readonly leader: string | null;
+  readonly term: number;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly lastIndex: number;
+}
+
+export interface RaftCore {
+  /** One unit of logical time: elections, heartbeats and check-quorum count ticks. */
+  tick(): void;
+  /** Any message from a peer; messages not addressed to this node are ignored. */
+  step(message: Message): void;
+  /**
+   * Leader: append with timeMs = max(last entry timeMs, nowMs) and return its index.
+   * Follower with a known leader: forward to the leader. No leader: dropped. Bounded: a
+   * leader drops when the uncommitted tail would pass UNCOMMITTED_BYTES_MAX.
+   */
+  propose(data: Uint8Array, nowMs: number): ProposeResult;
+  /** Linearizable read (thesis §6.4); the answer comes as a ReadState in a later Ready. */
+  readIndex(requestId: number): void;
+  /** Leader: hand leadership to `to` (thesis §3.10). Ignored elsewhere. */
+  transferLeadership(to: string): void;
+  /** The driver snapshotted the machine at `meta.index` (<= applied): drop the log to it. */
+  compact(meta: SnapshotMeta, data: Uint8Array): void;
+  hasReady(): boolean;
+  /** At most one Ready outstanding; call advance() before the next ready(). */
+  ready(): Ready;
+  advance(ready: Ready): void;
+  status(): RaftStatus;
+}
+
+const EMPTY_BYTES = new Uint8Array(0);
+
+function isEarly(message: Message): boolean {
+  const type = message.type;
+  return type === 'append' || type === 'heartbeat' || type === 'snapshotChunk' ||
+    type === 'timeoutNow';
+}
+
+function checkConfig(config: RaftConfig): void {
+  const fail = (what: string): never => {
+    throw new Error(`raft config: ${what}`);
+  };
+  const intIn = (value: number, min: number, max: number, name: string): void => {
+    if (!Number.isSafeInteger(value) || value < min || value > max) {
+      fail(`${name} must be an integer in [${min}, ${max}], got ${value}`);
+    }
+  };
+  if (config.voters.length < 1 || config.voters.length > VOTERS_MAX) fail('1..15 voters');
+  if (new Set(config.voters).size !== config.voters.length) fail('voters must be distinct');
+  if (!config.voters.includes(config.id)) fail(`voters must include id ${config.id}`);
+  intIn(config.electionTicks, 2, ELECTION_TICKS_MAX, 'electionTicks');
+  intIn(config.heartbeatTicks, 1, config.electionTicks - 1, 'heartbeatTicks');
+  intIn(config.maxInflightAppends, 1, INFLIGHT_APPENDS_MAX, 'maxInflightAppends');
+  intIn(config.maxEntriesBytesPerAppend, 1, PROPOSAL_BYTES_MAX, 'maxEntriesBytesPerAppend');
+  intIn(config.maxSnapshotChunkBytes, 1, SNAPSHOT_BYTES_MAX, 'maxSnapshotChunkBytes');
+  if (!Number.isFinite(config.seed)) fail('seed must be finite');
+}
+
+/** Creates a core from its config and the state the driver recovered. Throws on a bad
+ *  config or an inconsistent restored state. */
+export function createRaft(config: RaftConfig, restored: Restored): RaftCore {
+  checkConfig(config);
+  return new Raft(config, restored);
+}
+
+/** A snapshot being received in chunks (§7), assembled in order. */
+interface IncomingSnapshot {
+  readonly meta: SnapshotMeta;
+  readonly totalBytes: number;
+  readonly chunks: Uint8Array[];
+  receivedBytes: number;
+}
+
+class Raft implements RaftCore {
+  private readonly config: RaftConfig;
+  private readonly id: string;
+  private readonly voters: readonly string[];
+  private readonly prng: Prng;
+  private readonly log: RaftLog;
+  private term: number;
+  private votedFor: string | null;
+  private role: Role = 'follower';
+  private leader: string | null = null;
+  /** Ticks since the last election-timer reset (leader: since the last quorum check). */
+  private electionElapsed = 0;
+  private heartbeatElapsed = 0;
+  /** Drawn in [electionTicks, 2*electionTicks) at every reset (§5.2). */
+  private randomizedElectionTicks = 0;
+  /** Ticks since start; read deadlines count in it. */
+  private ticks = 0;
+  /** Votes (or pre-votes) received in the current campaign. */
+  private votes = new Map<string, boolean>();
+  /** Leader only: one entry per voter, this node included (its match = stable index). */
+  private progress = new Map<string, Progress>();
+  private leadTransferee: string | null = null;
+  /** Leader: bytes of entries proposed in this term and not yet committed. */
+  private uncommittedBytes = 0;
+  /** Leader: proposals arrived this turn; one append per follower goes out at ready(). */
+  private broadcastPending = false;
+  private readonly reads = new ReadTracker();
+  private snapshotData: Uint8Array | null;
+  private incoming: IncomingSnapshot | null = null;
+  private earlyOutbox: Message[] = [];
+  private outbox: Message[] = [];
+  private readStates: ReadState[] = [];
+  private persistedHardState: HardState;
+  private reportedSoftState: SoftState = { role: 'follower', leader: null };
+  private readyOutstanding = false;
+
+  constructor(config: RaftConfig, restored: Restored) {
+    this.config = config;
+    this.id = config.id;
+    this.voters = [...config.voters].sort();
+    this.prng = createPrng(config.seed);
+    const meta = restored.snapshot ?? { index: 0, term: 0, timeMs: 0, voters: this.voters };
+    this.log = new RaftLog(meta, restored.entries, restored.hardState.commitIndex);
+    raftAssert(restored.hardState.term >= this.log.lastTerm(), 'hard state term below log');
+    this.term = restored.hardState.term;
+    this.votedFor = restored.hardState.votedFor;
+    this.snapshotData = restored.snapshot === null ? null : restored.snapshotData;
+    this.persistedHardState = restored.hardState;
+    this.resetTimers();
+  }
+
+  // ---- inputs ---------------------------------------------------------------------------
+
+  tick(): void {
+    this.ticks++;
+    this.expireReads();
+    if (this.role === 'leader') {
+      this.tickLeader();
+      return;
+    }
+    this.electionElapsed++;
+    // A single voter needs nobody's vote: it elects itself at once.
+    const due = this.voters.length === 1 || this.electionElapsed >= this.randomizedElectionTicks;
+    if (due) {
+      this.electionElapsed = 0;
+      this.campaign(this.config.preVote ? 'preVote' : 'election');
+    }
+  }
+
+  private tickLeader(): void {
+    this.heartbeatElapsed++;
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.config.electionTicks) {
+      this.electionElapsed = 0;
+      if (this.config.checkQuorum && !this.quorumActive()) {
+        mark('check-quorum-step-down');
+        this.becomeFollower(this.term, null);
+        return;
+      }
+      if (this.leadTransferee !== null) {
+        mark('transfer-aborted');
+        this.leadTransferee = null;
+      }
+    }
+    this.tickSnapshotTransfers();
+    if (this.heartbeatElapsed >= this.config.heartbeatTicks) {
+      this.heartbeatElapsed = 0;
+      this.broadcastHeartbeat();
+    }
+  }
+
+  step(m: Message): void {
+    if (m.to !== this.id || m.from === this.id || !this.voters.includes(m.from)) {
+      mark('step-ignores-foreign');
+      return;
+    }
+    if (m.type === 'propose' || m.type === 'readIndex' || m.type === 'readIndexResponse') {
+      this.stepTermless(m);
+      return;
+    }
+    if (m.term === 0) return;
+    if (m.term > this.term) {
+      if (!this.acceptHigherTerm(m)) return;
+    } else if (m.term < this.term) {
+      this.stepLowerTerm(m);
+      return;
+    }
+    this.stepCurrentTerm(m);
+  }
+
+  propose(data: Uint8Array, nowMs: number): ProposeResult {
+    raftAssert(Number.isSafeInteger(nowMs) && nowMs >= 0, `nowMs must be a safe integer`);
+    if (this.role === 'leader') return this.appendProposal(data, nowMs);
+    if (this.leader === null) return { kind: 'dropped', reason: 'no-leader' };
+    this.send({ type: 'propose', from: this.id, to: this.leader, term: 0, data, nowMs });
+    return { kind: 'forwarded' };
+  }
+
+  readIndex(requestId: number): void {
+    raftAssert(Number.isSafeInteger(requestId), 'requestId must be a safe integer');
+    const read: PendingRead = { requestId, from: this.id, sinceTick: this.ticks };
+    if (this.reads.isFull()) {
+      mark('read-refused-full');
+      this.answerReads([{ read, readIndex: -1 }]);
+    } else if (this.role === 'leader') {
+      this.leaderRead(read);
+    } else if (this.leader !== null) {
+      this.reads.addRemote(requestId, this.ticks);
+      this.send({ type: 'readIndex', from: this.id, to: this.leader, term: 0, requestId });
+    } else {
+      this.answerReads([{ read, readIndex: -1 }]);
+    }
+  }
+
+  transferLeadership(to: string): void {
+    if (this.role !== 'leader' || to === this.id || !this.voters.includes(to)) {
+      mark('transfer-ignored');
+      return;
+    }
+    if (this.leadTransferee === to) return;
+    this.leadTransferee = to;
+    // The transfer must finish within one election timeout or it is abandoned.
+    this.electionElapsed = 0;
+    const pr = this.progress.get(to)!;
+    if (pr.matchIndex === this.log.lastIndex()) this.sendTimeoutNow(to);
+    else this.replicateTo(to, false);
+  }
+
+  compact(meta: SnapshotMeta, data: Uint8Array): void {
+    if (meta.index <= this.log.snapshot.index) {
+      mark('compact-stale');
+      return;
+    }
+    this.log.compact(meta);
+    this.snapshotData = data;
+  }
+
+  status(): RaftStatus {
+    return {
+      id: this.id,
+      role: this.role,
+      leader: this.leader,
+      term: this.term,
+      commitIndex: this.log.commitIndex,
+      appliedIndex: this.log.appliedIndex,
+      lastIndex: this.log.lastIndex(),
+    };
+  }
+
+  // ---- terms and elections (§5.1, §5.2, thesis §9.6, §4.2.3) ---------------------------------
+
+  /** A follower that heard from a live leader within the election timeout holds a lease. */
+  private inLease(): boolean {
+    return this.config.checkQuorum && this.leader !== null &&
+      this.electionElapsed < this.config.electionTicks;
+  }
+
+  /** Handles `m.term > term`. Returns false when the message is to be ignored. */
+  private acceptHigherTerm(m: Message): boolean {
+    if (m.type === 'preVote' || m.type === 'vote') {
+      const forced = m.type === 'vote' && m.transfer;
+      if (this.inLease() && !forced) {
+        mark('lease-ignores-vote');
+        return false;
+      }
+    }
+    // A pre-vote never raises anyone's term; a granted pre-vote answer carries the term
+    // the candidate asked about, which is not a newer leader's term.
+    if (m.type === 'preVote') return true;
+    if (m.type === 'preVoteResponse' && m.granted) return true;
+    const fromLeader = m.type === 'append' || m.type === 'heartbeat' || m.type === 'snapshotChunk';
+    this.becomeFollower(m.term, fromLeader ? m.from : null);
+    return true;
+  }
+
+  private stepLowerTerm(m: Message): void {
+    if ((this.config.checkQuorum || this.config.preVote) &&
+        (m.type === 'append' || m.type === 'heartbeat')) {
+      // A stale leader cut off by a partition learns our term and steps down; without
+      // this, pre-vote or the lease could leave it stuck (thesis §9.6).
+      mark('stale-leader-told');
+      this.send({ type: 'appendResponse', from: this.id, to: m.from, term: this.term,
+        success: false, matchIndex: 0, rejectedIndex: 0, hintIndex: 0, hintTerm: 0 });
+    } else if (m.type === 'preVote') {
+      this.send({ type: 'preVoteResponse', from: this.id, to: m.from, term: this.term,
+        granted: false });
+    }
+  }
+
+  private stepCurrentTerm(m: Message): void {
+    switch (m.type) {
+      case 'preVote': return this.handlePreVote(m.from, m.term, m.lastLogIndex, m.lastLogTerm);
+      case 'vote': return this.handleVote(m.from, m.lastLogIndex, m.lastLogTerm);
+      case 'preVoteResponse':
+      case 'voteResponse': return this.handleVoteResponse(m.type, m.from, m.term, m.granted);
+      case 'append':
+      case 'heartbeat':
+      case 'snapshotChunk':
+      case 'timeoutNow': return this.stepFromLeader(m);
+      case 'appendResponse':
+      case 'heartbeatResponse':
+      case 'snapshotChunkResponse': return this.stepAtLeader(m);
+      case 'propose':
+      case 'readIndex':
+      case 'readIndexResponse': return this.stepTermless(m);
+      default: {
+        const never: never = m;
+        throw new Error(`raft: unknown message ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private handlePreVote(from: string, term: number, lastIndex: number, lastTerm: number): void {
+    const granted = term > this.term && this.log.isUpToDate(lastIndex, lastTerm);
+    this.send({ type: 'preVoteResponse', from: this.id, to: from,
+      term: granted ? term : this.term, granted });
+  }
+
+  private handleVote(from: string, lastIndex: number, lastTerm: number): void {
+    const canVote = this.votedFor === from || (this.votedFor === null && this.leader === null);
+    const granted = canVote && this.log.isUpToDate(lastIndex, lastTerm);
+    if (granted) {
+      this.votedFor = from;
+      this.electionElapsed = 0;
+    }
+    this.send({ type: 'voteResponse', from: this.id, to: from, term: this.term, granted });
+  }
+
+  private handleVoteResponse(type: 'preVoteResponse' | 'voteResponse', from: string,
+    term: number, granted: boolean): void {
+    const pre = type === 'preVoteResponse';
+    const expectedRole: Role = pre ? 'pre-candidate' : 'candidate';
+    // Pre-vote answers that grant carry the term asked about: ours plus one.
+    const expectedTerm = pre && granted ? this.term + 1 : this.term;
+    if (this.role !== expectedRole || term !== expectedTerm) return;
+    if (!this.votes.has(from)) this.votes.set(from, granted);
+    let yes = 0;
+    for (const vote of this.votes.values()) if (vote) yes++;
+    const result = voteResult(this.voters.length, yes, this.votes.size - yes);
+    if (result === 'won') {
+      if (pre) this.campaign('election');
+      else this.becomeLeader();
+    } else if (result === 'lost') {
+      this.becomeFollower(this.term, null);
+    }
+  }
+
+  /** Starts a pre-vote, an election, or an election forced by TimeoutNow. */
+  private campaign(kind: 'preVote' | 'election' | 'transfer'): void {
+    if (!this.voters.includes(this.id)) return;
+    const pre = kind === 'preVote';
+    if (pre) {
+      this.role = 'pre-candidate';
+    } else {
+      this.term++;
+      this.votedFor = this.id;
+      this.role = 'candidate';
+    }
+    this.setLeader(null);
+    this.resetTimers();
+    this.votes = new Map([[this.id, true]]);
+    if (voteResult(this.voters.length, 1, 0) === 'won') {
+      if (pre) this.campaign('election');
+      else this.becomeLeader();
+      return;
+    }
+    for (const to of this.voters) {
+      if (to === this.id) continue;
+      const lastLogIndex = this.log.lastIndex();
+      const lastLogTerm = this.log.lastTerm();
+      if (pre) {
+        this.send({ type: 'preVote', from: this.id, to, term: this.term + 1, lastLogIndex,
+          lastLogTerm });
+      } else {
+        this.send({ type: 'vote', from: this.id, to, term: this.term, lastLogIndex, lastLogTerm,
+          transfer: kind === 'transfer' });
+      }
+    }
+  }
+
+  private becomeFollower(term: number, leader: string | null): void {
+    raftAssert(term >= this.term, `term moves back from ${this.term} to ${term}`);
+    if (term > this.term) {
+      this.term = term;
+      this.votedFor = null;
+    }
+    const wasLeader = this.role === 'leader';
+    this.role = 'follower';
+    if (wasLeader) this.answerReads(this.reads.failAll(this.id));
+    this.setLeader(leader);
+    this.resetTimers();
+  }
+
+  private becomeLeader(): void {
+    raftAssert(this.role === 'candidate', 'only a candidate becomes leader');
+    this.role = 'leader';
+    this.setLeader(this.id);
+    this.resetTimers();
+    const next = this.log.lastIndex() + 1;
+    for (const voter of this.voters) {
+      const pr = new Progress(next);
+      if (voter === this.id) {
+        pr.matchIndex = this.log.stableIndex;
+        pr.recentActive = true;
+      }
+      this.progress.set(voter, pr);
+    }
+    // §5.4.2 / §8: an empty entry of the new term lets the leader commit (and serve reads).
+    // Its stamp is the log's last, so stamps stay monotone across leader changes.
+    this.log.appendAfter(this.log.lastIndex(), [{ term: this.term, index: next,
+      timeMs: this.log.lastTimeMs(), type: 'empty', data: EMPTY_BYTES }]);
+    this.broadcastPending = true;
+  }
+
+  /** Changing leader fails reads asked of the old one: its answer may never come. */
+  private setLeader(leader: string | null): void {
+    if (leader === this.leader) return;
+    if (this.role !== 'leader') this.answerReads(this.reads.failAll(this.id));
+    this.leader = leader;
+  }
+
+  private resetTimers(): void {
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    const jitter = this.prng.nextBelow(this.config.electionTicks);
+    this.randomizedElectionTicks = this.config.electionTicks + jitter;
+    this.votes = new Map();
+    this.leadTransferee = null;
+    this.progress = new Map();
+    this.uncommittedBytes = 0;
+    this.broadcastPending = false;
+  }
+
+  private quorumActive(): boolean {
+    let active = 0;
+    for (const [voter, pr] of this.progress) {
+      if (voter === this.id || pr.recentActive) active++;
+      if (voter !== this.id) pr.recentActive = false;
+    }
+    return voteResult(this.voters.length, active, 0) === 'won';
+  }
+
+  // ---- follower side of replication (§5.3, §7) ---------------------------------------------
+
+  private stepFromLeader(m: Message): void {
+    if (this.role === 'leader') {
+      // Two leaders in one term would break election safety (§5.2).
+      raftAssert(m.type === 'timeoutNow', `leader ${this.id} got ${m.type} in its own term`);
+      return;
+    }
+    if (this.role !== 'follower') this.becomeFollower(this.term, m.from);
+    this.setLeader(m.from);
+    this.electionElapsed = 0;
+    switch (m.type) {
+      case 'append':
+        return this.handleAppend(m.from, m.prevLogIndex, m.prevLogTerm, m.entries, m.commitIndex);
+      case 'heartbeat':
+        this.log.commitTo(Math.min(m.commitIndex, this.log.lastIndex()));
+        this.send({ type: 'heartbeatResponse', from: this.id, to: m.from, term: this.term,
+          readContext: m.readContext });
+        return;
+      case 'snapshotChunk':
+        return this.handleSnapshotChunk(m.from, m.meta, m.offset, m.totalBytes, m.data);
+      case 'timeoutNow':
+        mark('timeout-now-campaign');
+        return this.campaign('transfer');
+      default:
+        throw new Error(`raft: ${m.type} is not a leader's message`);
+    }
+  }
+
+  private handleAppend(from: string, prevLogIndex: number, prevLogTerm: number,
+    entries: readonly Entry[], commitIndex: number): void {
+    const reply = (success: boolean, matchIndex: number, hintIndex: number): void => {
+      this.send({ type: 'appendResponse', from: this.id, to: from, term: this.term, success,
+        matchIndex, rejectedIndex: success ? 0 : prevLogIndex, hintIndex,
+        hintTerm: success ? 0 : this.log.term(hintIndex) ?? 0 });
+    };
+    if (prevLogIndex < this.log.commitIndex) {
+      // Everything up to our commit index matches any current leader's log.
+      mark('append-below-commit');
+      reply(true, this.log.commitIndex, 0);
+      return;
+    }
+    const lastNew = this.log.maybeAppend(prevLogIndex, prevLogTerm, entries);
+    if (lastNew !== null) {
+      this.log.commitTo(Math.min(commitIndex, lastNew));
+      reply(true, lastNew, 0);
+      return;
+    }
+    // Fast backtracking: skip every entry whose term is above the leader's prevLogTerm.
+    const hintIndex = this.log.findConflictByTerm(
+      Math.min(prevLogIndex, this.log.lastIndex()), prevLogTerm);
+    mark('append-rejected');
+    reply(false, 0, hintIndex);
+  }
+
+  private handleSnapshotChunk(from: string, meta: SnapshotMeta, offset: number,
+    totalBytes: number, data: Uint8Array): void {
+    const reply = (nextOffset: number): void => {
+      this.send({ type: 'snapshotChunkResponse', from: this.id, to: from, term: this.term,
+        snapshotIndex: meta.index, nextOffset });
+    };
+    if (meta.index <= this.log.commitIndex || this.log.matchTerm(meta.index, meta.term)) {
+      // We already hold everything the snapshot covers.
+      mark('snapshot-already-covered');
+      this.log.commitTo(Math.min(meta.index, this.log.lastIndex()));
+      this.incoming = null;
+      reply(totalBytes);
+      return;
+    }
+    if (totalBytes > SNAPSHOT_BYTES_MAX || offset + data.length > totalBytes) return;
+    let incoming = this.incoming;
+    const same = incoming !== null && incoming.meta.index === meta.index &&
+      incoming.meta.term === meta.term && incoming.totalBytes === totalBytes;
+    if (!same) {
+      if (offset !== 0) return reply(0);
+      incoming = { meta, totalBytes, chunks: [], receivedBytes: 0 };
+      this.incoming = incoming;
+    }
+    if (incoming === null || offset !== incoming.receivedBytes) {
+      mark('snapshot-chunk-out-of-order');
+      return reply(incoming === null ? 0 : incoming.receivedBytes);
+    }
+    incoming.chunks.push(data);
+    incoming.receivedBytes += data.length;
+    if (incoming.receivedBytes < totalBytes) return reply(incoming.receivedBytes);
+    const whole = new Uint8Array(totalBytes);
+    let at = 0;
+    for (const chunk of incoming.chunks) {
+      whole.set(chunk, at);
+      at += chunk.length;
+    }
+    this.incoming = null;
+    this.log.restore({ meta, data: whole });
+    mark('snapshot-installed');
+    reply(totalBytes);
+  }
+
+  // ---- leader side of replication (§5.3, §5.4.2, §7) ---------------------------------------
+
+  private stepAtLeader(m: Message): void {
+    if (this.role !== 'leader') return;
+    const pr = this.progress.get(m.from)!;
+    pr.recentActive = true;
+    switch (m.type) {
+      case 'appendResponse':
+        if (m.success) this.handleAppendSuccess(m.from, pr, m.matchIndex);
+        else this.handleAppendReject(m.from, pr, m.rejectedIndex, m.hintIndex, m.hintTerm);
+        return;
+      case 'heartbeatResponse':
+        return this.handleHeartbeatResponse(m.from, pr, m.readContext);
+      case 'snapshotChunkResponse':
+        return this.handleSnapshotAck(m.from, pr, m.snapshotIndex, m.nextOffset);
+      default:
+        throw new Error(`raft: ${m.type} is not a follower's answer`);
+    }
+  }
+
+  private handleAppendSuccess(from: string, pr: Progress, matchIndex: number): void {
+    if (!pr.maybeUpdate(matchIndex)) return;
+    if (pr.state === 'probe') pr.becomeReplicate();
+    else if (pr.state === 'snapshot' && pr.matchIndex >= pr.transfer!.meta.index) {
+      pr.becomeProbe();
+    }
+    if (this.maybeCommit()) this.broadcastPending = true;
+    this.replicateTo(from, false);
+    if (this.leadTransferee === from && pr.matchIndex === this.log.lastIndex()) {
+      this.sendTimeoutNow(from);
+    }
+  }
+
+  private handleAppendReject(from: string, pr: Progress, rejectedIndex: number,
+    hintIndex: number, hintTerm: number): void {
+    if (rejectedIndex === 0 && hintIndex === 0) return;
+    // Skip, on our side too, every entry whose term is above the follower's hint term.
+    const probeFrom = hintTerm > 0 ? this.log.findConflictByTerm(hintIndex, hintTerm) : hintIndex;
+    if (!pr.maybeDecrease(rejectedIndex, probeFrom)) {
+      mark('append-reject-stale');
+      return;
+    }
+    this.replicateTo(from, true);
+  }
+
+  private handleHeartbeatResponse(from: string, pr: Progress, readContext: number): void {
+    pr.probeSent = false;
+    if (pr.state === 'replicate' && pr.isPaused(this.config.maxInflightAppends)) {
+      // A full window and a live follower: an append was probably lost; make room.
+      mark('inflight-freed-on-heartbeat');
+      pr.inflightLastIndexes.shift();
+    }
+    if (pr.matchIndex < this.log.lastIndex()) this.replicateTo(from, false);
+    if (readContext > 0) {
+      this.answerReads(this.reads.ack(from, readContext, this.voters.length));
+    }
+  }
+
+  /** Sends what `to` lacks: pipelined in replicate state, one probe otherwise. */
+  private replicateTo(to: string, allowEmpty: boolean): void {
+    const pr = this.progress.get(to)!;
+    let sent = this.sendAppend(to, pr, allowEmpty);
+    for (let n = 1; sent && pr.state === 'replicate' && n < this.config.maxInflightAppends; n++) {
+      sent = this.sendAppend(to, pr, false);
+    }
+  }
+
+  private sendAppend(to: string, pr: Progress, allowEmpty: boolean): boolean {
+    if (pr.isPaused(this.config.maxInflightAppends)) return false;
+    if (pr.nextIndex < this.log.firstIndex()) return this.startSnapshot(to, pr);
+    const prevLogIndex = pr.nextIndex - 1;
+    const prevLogTerm = this.log.term(prevLogIndex);
+    raftAssert(prevLogTerm !== null, `no term at ${prevLogIndex} for ${to}`);
+    const entries = this.log.slice(pr.nextIndex, this.log.lastIndex(),
+      this.config.maxEntriesBytesPerAppend);
+    if (entries.length === 0 && !allowEmpty) return false;
+    this.send({ type: 'append', from: this.id, to, term: this.term, prevLogIndex, prevLogTerm,
+      entries, commitIndex: this.log.commitIndex });
+    pr.sentAppend(prevLogIndex + entries.length, entries.length);
+    return entries.length > 0;
+  }
+
+  private broadcastAppend(): void {
+    for (const voter of this.voters) if (voter !== this.id) this.replicateTo(voter, true);
+  }
+
+  private broadcastHeartbeat(): void {
+    const readContext = this.reads.latestContext();
+    for (const [voter, pr] of this.progress) {
+      if (voter === this.id) continue;
+      // Never tell a follower to commit past what it is known to hold.
+      const commitIndex = Math.min(pr.matchIndex, this.log.commitIndex);
+      this.send({ type: 'heartbeat', from: this.id, to: voter, term: this.term, commitIndex,
+        readContext });
+    }
+  }
+
+  /** §5.4.2: commit the quorum's index only if it holds an entry of the current term. */
+  private maybeCommit(): boolean {
+    const matches = this.voters.map((voter) => this.progress.get(voter)!.matchIndex);
+    const quorumIndex = committedIndex(matches);
+    if (quorumIndex <= this.log.commitIndex) return false;
+    if (this.log.term(quorumIndex) !== this.term) {
+      mark('commit-waits-for-current-term');
+      return false;
+    }
+    const previous = this.log.commitIndex;
+    this.log.commitTo(quorumIndex);
+    for (let index = previous + 1; index <= quorumIndex; index++) {
+      const entry = this.log.entry(index);
+      if (entry !== undefined && entry.term === this.term) {
+        this.uncommittedBytes = Math.max(0, this.uncommittedBytes - entryBytes(entry));
+      }
+    }
+    this.reads.releaseAwaitingCommit();
+    return true;
+  }
+
+  private appendProposal(data: Uint8Array, nowMs: number): ProposeResult {
+    if (this.leadTransferee !== null) return { kind: 'dropped', reason: 'transferring' };
+    if (data.length > PROPOSAL_BYTES_MAX) return { kind: 'dropped', reason: 'too-large' };
+    const index = this.log.lastIndex() + 1;
+    const entry: Entry = { term: this.term, index, type: 'normal', data,
+      timeMs: Math.max(this.log.lastTimeMs(), nowMs) };
+    const bytes = entryBytes(entry);
+    if (this.uncommittedBytes > 0 && this.uncommittedBytes + bytes > UNCOMMITTED_BYTES_MAX) {
+      mark('propose-dropped-busy');
+      return { kind: 'dropped', reason: 'busy' };
+    }
+    this.log.appendAfter(index - 1, [entry]);
+    this.uncommittedBytes += bytes;
+    this.broadcastPending = true;
+    return { kind: 'proposed', index, term: this.term };
+  }
+
+  private sendTimeoutNow(to: string): void {
+    this.send({ type: 'timeoutNow', from: this.id, to, term: this.term });
+  }
+
+  // ---- snapshots to followers behind the compacted log (§7) --------------------------------
+
+  private startSnapshot(to: string, pr: Progress): boolean {
+    if (this.snapshotData === null) {
+      // Restored without the bytes of the snapshot: nothing to send until the next compact.
+      mark('snapshot-unavailable');
+      return false;
+    }
+    mark('snapshot-started');
+    pr.becomeSnapshot(this.log.snapshot, this.snapshotData);
+    this.sendSnapshotChunks(to, pr);
+    return false;
+  }
+
+  /** Streams chunks while fewer than SNAPSHOT_CHUNKS_IN_FLIGHT_MAX are unacknowledged. */
+  private sendSnapshotChunks(to: string, pr: Progress): void {
+    const transfer = pr.transfer!;
+    const total = transfer.data.length;
+    const chunkBytes = this.config.maxSnapshotChunkBytes;
+    const windowBytes = chunkBytes * SNAPSHOT_CHUNKS_IN_FLIGHT_MAX;
+    for (let n = 0; n < SNAPSHOT_CHUNKS_IN_FLIGHT_MAX; n++) {
+      const more = transfer.sentBytes < total || !transfer.anySent;
+      if (!more || transfer.sentBytes - transfer.ackedBytes >= windowBytes) return;
+      const end = Math.min(total, transfer.sentBytes + chunkBytes);
+      this.send({ type: 'snapshotChunk', from: this.id, to, term: this.term, meta: transfer.meta,
+        offset: transfer.sentBytes, totalBytes: total,
+        data: transfer.data.subarray(transfer.sentBytes, end) });
+      transfer.sentBytes = end;
+      transfer.anySent = true;
+    }
+  }
+
+  private handleSnapshotAck(from: string, pr: Progress, snapshotIndex: number,
+    nextOffset: number): void {
+    const transfer = pr.transfer;
+    if (pr.state !== 'snapshot' || transfer === null || transfer.meta.index !== snapshotIndex) {
+      return;
+    }
+    const total = transfer.data.length;
+    if (nextOffset >= total) {
+      // Installed: the follower's log restarts after the snapshot.
+      pr.matchIndex = Math.max(pr.matchIndex, snapshotIndex);
+      pr.becomeProbe();
+      if (this.maybeCommit()) this.broadcastPending = true;
+      this.replicateTo(from, true);
+      return;
+    }
+    if (nextOffset < transfer.ackedBytes) {
+      // The follower lost what it had (a restart): start over from what it holds.
+      mark('snapshot-restarted');
+      transfer.sentBytes = nextOffset;
+      transfer.ackedBytes = nextOffset;
+    } else if (nextOffset > transfer.ackedBytes) {
+      transfer.ackedBytes = nextOffset;
+      transfer.idleTicks = 0;
+    }
+    this.sendSnapshotChunks(from, pr);
+  }
+
+  private tickSnapshotTransfers(): void {
+    const stallTicks = this.config.heartbeatTicks * SNAPSHOT_STALL_HEARTBEATS;
+    for (const [voter, pr] of this.progress) {
+      const transfer = pr.transfer;
+      if (pr.state !== 'snapshot' || transfer === null) continue;
+      transfer.idleTicks++;
+      if (transfer.idleTicks < stallTicks) continue;
+      // Chunks or their acknowledgements were lost: resend from the last acknowledged byte.
+      mark('snapshot-resent');
+      transfer.idleTicks = 0;
+      transfer.sentBytes = transfer.ackedBytes;
+      transfer.anySent = transfer.ackedBytes > 0;
+      this.sendSnapshotChunks(voter, pr);
+    }
+  }
+
+  // ---- proposals and reads that cross from follower to leader ----------------------------
+
+  private stepTermless(m: Message): void {
+    switch (m.type) {
+      case 'propose':
+        if (this.role === 'leader') this.appendProposal(m.data, m.nowMs);
+        // Never forwarded twice: a proposal that finds no leader is lost, and the client's
+        // timeout answers it.
+        else mark('forwarded-proposal-dropped');
+        return;
+      case 'readIndex': {
+        const read: PendingRead = { requestId: m.requestId, from: m.from, sinceTick: this.ticks };
+        if (this.role === 'leader' && !this.reads.isFull()) this.leaderRead(read);
+        else this.answerReads([{ read, readIndex: -1 }]);
+        return;
+      }
+      case 'readIndexResponse':
+        if (this.reads.takeRemote(m.requestId)) {
+          this.readStates.push({ requestId: m.requestId, readIndex: m.readIndex });
+        }
+        return;
+      default:
+        throw new Error(`raft: ${m.type} is not a termless message`);
+    }
+  }
+
+  private leaderRead(read: PendingRead): void {
+    const committedInTerm = this.log.term(this.log.commitIndex) === this.term;
+    if (!committedInTerm) mark('read-waits-for-term-commit');
+    this.reads.addLeaderRead(read, committedInTerm);
+  }
+
+  /** Local reads become ReadStates; a follower's reads go back to it as messages. */
+  private answerReads(answers: readonly ReadAnswer[]): void {
+    for (const { read, readIndex } of answers) {
+      if (read.from === this.id) {
+        this.readStates.push({ requestId: read.requestId, readIndex });
+      } else {
+        this.send({ type: 'readIndexResponse', from: this.id, to: read.from, term: 0,
+          requestId: read.requestId, readIndex });
+      }
+    }
+  }
+
+  private expireReads(): void {
+    const deadline = this.config.electionTicks * READ_DEADLINE_ELECTIONS;
+    const expired = this.reads.expire(this.ticks, deadline, this.id);
+    if (expired.length > 0) mark('read-expired');
+    this.answerReads(expired);
+  }
+
+  private send(message: Message): void {
+    const box = isEarly(message) ? this.earlyOutbox : this.outbox;
+    if (box.length >= OUTBOX_MESSAGES_MAX) {
+      mark('outbox-full');
+      return;
+    }
+    box.push(message);
+  }
+
+  // ---- Ready / advance ---------------------------------------------------------------------
+
+  /** Work batched per turn: one append per follower for all proposals, one read round. */
+  private flushTurn(): void {
+    if (this.role !== 'leader') return;
+    if (this.broadcastPending) {
+      this.broadcastPending = false;
+      this.broadcastAppend();
+    }
+    if (!this.reads.hasQueued()) return;
+    const context = this.reads.startRound(this.log.commitIndex, this.id);
+    if (this.voters.length === 1) {
+      this.answerReads(this.reads.completeAll());
+      return;
+    }
+    raftAssert(context > 0, 'a queued read must start a round');
+    mark('read-round-started');
+    this.broadcastHeartbeat();
+  }
+
+  private hardState(): HardState {
+    return { term: this.term, votedFor: this.votedFor, commitIndex: this.log.commitIndex };
+  }
+
+  private hardStateChanged(): boolean {
+    const was = this.persistedHardState;
+    return was.term !== this.term || was.votedFor !== this.votedFor ||
+      was.commitIndex !== this.log.commitIndex;
+  }
+
+  private softStateChanged(): boolean {
+    return this.reportedSoftState.role !== this.role ||
+      this.reportedSoftState.leader !== this.leader;
+  }
+
+  hasReady(): boolean {
+    if (this.readyOutstanding) return false;
+    const leaderWork = this.role === 'leader' && (this.broadcastPending || this.reads.hasQueued());
+    return leaderWork || this.earlyOutbox.length > 0 || this.outbox.length > 0 ||
+      this.readStates.length > 0 || this.log.stableIndex < this.log.lastIndex() ||
+      this.log.pendingSnapshot !== null || this.log.hasNextCommitted() ||
+      this.hardStateChanged() || this.softStateChanged();
+  }
+
+  ready(): Ready {
+    raftAssert(!this.readyOutstanding, 'ready() called again before advance()');
+    this.flushTurn();
+    const committedEntries = this.log.nextCommitted(COMMITTED_BYTES_PER_READY_MAX);
+    const lastCommitted = committedEntries[committedEntries.length - 1];
+    if (lastCommitted !== undefined) this.log.applyingIndex = lastCommitted.index;
+    const snapshot: Snapshot | null = this.log.pendingSnapshot;
+    const ready: Ready = {
+      hardState: this.hardStateChanged() ? this.hardState() : null,
+      entries: this.log.unstableEntries(),
+      snapshot,
+      earlyMessages: this.earlyOutbox,
+      messages: this.outbox,
+      committedEntries,
+      readStates: this.readStates,
+      softState: this.softStateChanged() ? { role: this.role, leader: this.leader } : null,
+    };
+    this.earlyOutbox = [];
+    this.outbox = [];
+    this.readStates = [];
+    this.readyOutstanding = true;
+    return ready;
+  }
+
+  advance(ready: Ready): void {
+    raftAssert(this.readyOutstanding, 'advance() without an outstanding ready()');
+    this.readyOutstanding = false;
+    if (ready.hardState !== null) this.persistedHardState = ready.hardState;
+    if (ready.softState !== null) this.reportedSoftState = ready.softState;
+    if (ready.snapshot !== null) this.log.snapshotPersisted(ready.snapshot.meta.index);
+    const lastEntry = ready.entries[ready.entries.length - 1];
+    if (lastEntry !== undefined) this.log.stableTo(lastEntry.index, lastEntry.term);
+    const lastApplied = ready.committedEntries[ready.committedEntries.length - 1];
+    if (lastApplied !== undefined) this.log.appliedTo(lastApplied.index);
+    raftAssert(this.log.appliedIndex <= this.log.commitIndex, 'applied passes committed');
+    if (this.role !== 'leader') return;
+    // The leader's own copy counts toward commit only now that it is durable.
+    const self = this.progress.get(this.id)!;
+    if (self.maybeUpdate(this.log.stableIndex) && this.maybeCommit()) {
+      this.broadcastPending = true;
+    }
+  }
+}
