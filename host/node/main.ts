@@ -65,6 +65,7 @@ async function serve(config: NodeConfig): Promise<void> {
   const metrics = new NodeMetrics();
   const fatal = (error: Error): never => {
     logger.error({ err: error.message, stack: error.stack }, 'fatal: the node stops');
+    logger.flush();
     process.exit(1);
   };
   process.on('unhandledRejection', (reason) => fatal(new Error(`unhandled rejection: ${reason}`)));
@@ -116,13 +117,13 @@ async function serve(config: NodeConfig): Promise<void> {
 }
 
 function refreshGauges(replica: Replica, machine: StateMachine, metrics: NodeMetrics): void {
-  const health = replica.health();
+  const status = replica.raftStatus();
   metrics.setRaft({
-    term: health.term,
-    commitIndex: health.commitIndex,
-    appliedIndex: health.appliedIndex,
-    lastIndex: health.commitIndex,
-    isLeader: health.role === 'leader',
+    term: status.term,
+    commitIndex: status.commitIndex,
+    appliedIndex: machine.appliedIndex,
+    lastIndex: status.lastIndex,
+    isLeader: status.role === 'leader',
   });
   metrics.setTenantUsage(machine.tenantsUsage(TENANTS_IN_METRICS_MAX));
 }

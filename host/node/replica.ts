@@ -199,6 +199,11 @@ export class Replica implements KvService {
     };
   }
 
+  /** The consensus core's view: role, leader, term, commit and last log index. */
+  raftStatus(): ReturnType<RaftCore['status']> {
+    return this.core.status();
+  }
+
   /** Hands leadership to another member if this node leads; resolves once it does not. */
   async transferLeadership(waitMs: number): Promise<void> {
     const status = this.core.status();

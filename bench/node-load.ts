@@ -1,0 +1,144 @@
+/**
+ * `npm run bench:node`: one durable node under wrk load, beside the bare hyper-express ceiling
+ * measured in the same run. 100-byte values over 100k keys; put, get, CAS, incr with `max`
+ * and batches of 16 puts, at 64 connections and at 1. Prints a table and writes it to
+ * bench/RESULTS.md under "## Node" (the rest of the file is kept).
+ *
+ * Needs `wrk` (Debian: `apt-get install wrk`). Everything listens on 127.0.0.1, every run is
+ * bounded by its duration, and the processes started here are stopped by their PID.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const WRK_DIR = join(ROOT, 'bench', 'wrk');
+const KEYS = 100_000;
+const DURATION_S = Number(process.env['HIVEKV_BENCH_SECONDS'] ?? '10');
+const WORKLOADS = ['bare', 'put', 'get', 'cas', 'incr', 'batch16'] as const;
+type Workload = (typeof WORKLOADS)[number];
+const OPS_PER_CALL: Record<Workload, number> = {
+  bare: 1, put: 1, get: 1, cas: 1, incr: 1, batch16: 16,
+};
+
+interface Row {
+  readonly workload: Workload;
+  readonly connections: number;
+  readonly callsPerSec: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly non2xx: number;
+}
+
+function startChild(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess;
+  port: number }> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const match = /"port":(\d+)/.exec(buffered);
+      if (match) resolve({ child, port: Number(match[1]) });
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+function millis(text: string): number {
+  const match = /([\d.]+)(us|ms|s)/.exec(text);
+  if (!match) return NaN;
+  const value = Number(match[1]);
+  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
+}
+
+function runWrk(port: number, workload: Workload, connections: number): Row {
+  const script = join(WRK_DIR, `${workload}.lua`);
+  const threads = connections === 1 ? 1 : 2;
+  const output = execFileSync('wrk', ['-t', String(threads), '-c', String(connections),
+    '-d', `${DURATION_S}s`, '--latency', '-s', script, `http://127.0.0.1:${port}`], {
+    env: { ...process.env, HIVEKV_BENCH_DIR: WRK_DIR, HIVEKV_BENCH_KEYS: String(KEYS) },
+    encoding: 'utf8', timeout: (DURATION_S + 30) * 1000,
+  });
+  const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? NaN);
+  const p50 = millis(/\s50%\s+(\S+)/.exec(output)?.[1] ?? '');
+  const p99 = millis(/\s99%\s+(\S+)/.exec(output)?.[1] ?? '');
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0);
+  return { workload, connections, callsPerSec: rate, p50Ms: p50, p99Ms: p99, non2xx };
+}
+
+async function preload(port: number): Promise<void> {
+  const value = 'v'.repeat(98);
+  for (let start = 1; start <= KEYS; start += 256) {
+    const operations = [];
+    for (let k = start; k < Math.min(start + 256, KEYS + 1); k++) {
+      operations.push({ op: 'put', ns: 'bench', key: `k${k}`, value, forever: true });
+    }
+    const response = await fetch(`http://127.0.0.1:${port}/api/v1/kv`, { method: 'POST',
+      headers: { 'content-type': 'application/json' }, body: JSON.stringify({ operations }) });
+    if (response.status !== 200) throw new Error(`preload: ${response.status}`);
+    await response.text();
+  }
+}
+
+function render(rows: readonly Row[], bare: Map<number, number>): string {
+  const lines = ['| workload | conns | calls/s | ops/s | x bare | p50 ms | p99 ms | non-2xx |',
+    '|---|---|---|---|---|---|---|---|'];
+  for (const r of rows) {
+    const ratio = r.callsPerSec / (bare.get(r.connections) ?? NaN);
+    lines.push(`| ${r.workload} | ${r.connections} | ${r.callsPerSec.toFixed(0)} | ` +
+      `${(r.callsPerSec * OPS_PER_CALL[r.workload]).toFixed(0)} | ${ratio.toFixed(2)} | ` +
+      `${r.p50Ms.toFixed(3)} | ${r.p99Ms.toFixed(3)} | ${r.non2xx} |`);
+  }
+  return lines.join('\n');
+}
+
+function writeResults(table: string): void {
+  const path = join(ROOT, 'bench', 'RESULTS.md');
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    text = '# Benchmark results\n';
+  }
+  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT,
+    encoding: 'utf8' }).trim();
+  const section = `## Node\n\n\`npm run bench:node\`, commit ${commit}, Node ${process.version}, ` +
+    `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}, wrk ${DURATION_S} s per row, ` +
+    `100-byte values over ${KEYS} keys, fsync on every acknowledged write.\n\n${table}\n`;
+  const pattern = /## Node\n[\s\S]*?(?=\n## |$)/;
+  text = pattern.test(text) ? text.replace(pattern, section) : `${text.trimEnd()}\n\n${section}`;
+  writeFileSync(path, text);
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hivekv-bench-'));
+  const bareServer = await startChild(['dist/bench/bare-server.js'], {});
+  const node = await startChild(['bin/hivekv.js', 'serve', '--port', '0', '--data', dataDir], {
+    QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0', HIVEKV_LOG_LEVEL: 'warn',
+  });
+  const rows: Row[] = [];
+  const bare = new Map<number, number>();
+  try {
+    await preload(node.port);
+    for (const connections of [64, 1]) {
+      for (const workload of WORKLOADS) {
+        const port = workload === 'bare' ? bareServer.port : node.port;
+        const row = runWrk(port, workload, connections);
+        if (workload === 'bare') bare.set(connections, row.callsPerSec);
+        rows.push(row);
+        console.log(JSON.stringify(row));
+      }
+    }
+  } finally {
+    bareServer.child.kill('SIGTERM');
+    node.child.kill('SIGTERM');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  const table = render(rows, bare);
+  console.log(table);
+  writeResults(table);
+}
+
+await main();
