@@ -1,0 +1,283 @@
+/**
+ * Binary encoding of Raft messages for the peer link.
+ *
+ * Layout (little-endian): u8 formatVersion, u8 type code (position in MESSAGE_TYPES),
+ * str from, str to, int term, then the type's fields in declaration order. `str` is a u16
+ * byte length and UTF-8; `int` is a float64 holding a safe integer; `bool` a u8 0/1;
+ * `bytes` a u32 length and the bytes; entries are a u32 count of (int term, int index,
+ * int timeMs, u8 type, bytes data); a SnapshotMeta is int index, int term, int timeMs and
+ * a u16 count of str voters.
+ *
+ * Pure: no I/O. `decodeMessage` never throws: garbage, truncation, trailing bytes, an
+ * unknown version or out-of-range numbers all give null.
+ */
+import type { AppendMessage, Message, MessageType } from './messages.js';
+import { MESSAGE_TYPES } from './messages.js';
+import type { Entry, SnapshotMeta } from './types.js';
+
+export const MESSAGE_FORMAT_VERSION = 1;
+/** Entries one append may carry on the wire. */
+export const WIRE_ENTRIES_MAX = 1 << 20;
+/** Voters one snapshot meta may list on the wire. */
+export const WIRE_VOTERS_MAX = 64;
+const STRING_BYTES_MAX = 0xffff;
+const INITIAL_BUFFER_BYTES = 256;
+
+const utf8 = new TextEncoder();
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+
+class Writer {
+  private buffer = new Uint8Array(INITIAL_BUFFER_BYTES);
+  private view = new DataView(this.buffer.buffer);
+  private at = 0;
+
+  private room(bytes: number): void {
+    if (this.at + bytes <= this.buffer.length) return;
+    const grown = new Uint8Array(Math.max(this.buffer.length * 2, this.at + bytes));
+    grown.set(this.buffer.subarray(0, this.at));
+    this.buffer = grown;
+    this.view = new DataView(grown.buffer);
+  }
+
+  u8(value: number): void {
+    this.room(1);
+    this.view.setUint8(this.at, value);
+    this.at += 1;
+  }
+
+  int(value: number): void {
+    if (!Number.isSafeInteger(value)) throw new Error(`codec: ${value} is not a safe integer`);
+    this.room(8);
+    this.view.setFloat64(this.at, value, true);
+    this.at += 8;
+  }
+
+  bytes(data: Uint8Array): void {
+    this.room(4 + data.length);
+    this.view.setUint32(this.at, data.length, true);
+    this.buffer.set(data, this.at + 4);
+    this.at += 4 + data.length;
+  }
+
+  str(text: string): void {
+    const data = utf8.encode(text);
+    if (data.length > STRING_BYTES_MAX) throw new Error('codec: string too long');
+    this.room(2 + data.length);
+    this.view.setUint16(this.at, data.length, true);
+    this.buffer.set(data, this.at + 2);
+    this.at += 2 + data.length;
+  }
+
+  done(): Uint8Array {
+    return this.buffer.slice(0, this.at);
+  }
+}
+
+/** Thrown inside the reader only; `decodeMessage` turns it into null. */
+class Malformed extends Error {}
+
+class Reader {
+  private readonly view: DataView;
+  at = 0;
+
+  constructor(private readonly data: Uint8Array) {
+    this.view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  need(bytes: number): void {
+    if (this.at + bytes > this.data.length) throw new Malformed('truncated');
+  }
+
+  u8(): number {
+    this.need(1);
+    return this.view.getUint8(this.at++);
+  }
+
+  int(): number {
+    this.need(8);
+    const value = this.view.getFloat64(this.at, true);
+    this.at += 8;
+    if (!Number.isSafeInteger(value) || value < -1) throw new Malformed('bad integer');
+    return value;
+  }
+
+  index(): number {
+    const value = this.int();
+    if (value < 0) throw new Malformed('negative index');
+    return value;
+  }
+
+  bool(): boolean {
+    const value = this.u8();
+    if (value > 1) throw new Malformed('bad boolean');
+    return value === 1;
+  }
+
+  bytes(): Uint8Array {
+    this.need(4);
+    const length = this.view.getUint32(this.at, true);
+    this.at += 4;
+    this.need(length);
+    const out = this.data.slice(this.at, this.at + length);
+    this.at += length;
+    return out;
+  }
+
+  str(): string {
+    this.need(2);
+    const length = this.view.getUint16(this.at, true);
+    this.at += 2;
+    this.need(length);
+    const text = utf8Strict.decode(this.data.subarray(this.at, this.at + length));
+    this.at += length;
+    return text;
+  }
+
+  end(): boolean {
+    return this.at === this.data.length;
+  }
+}
+
+function writeEntries(w: Writer, entries: AppendMessage['entries']): void {
+  w.int(entries.length);
+  for (const e of entries) {
+    w.int(e.term);
+    w.int(e.index);
+    w.int(e.timeMs);
+    w.u8(e.type === 'normal' ? 0 : 1);
+    w.bytes(e.data);
+  }
+}
+
+function readEntries(r: Reader): Entry[] {
+  const count = r.index();
+  if (count > WIRE_ENTRIES_MAX) throw new Malformed('too many entries');
+  const entries: Entry[] = [];
+  for (let i = 0; i < count; i++) {
+    const term = r.index();
+    const index = r.index();
+    const timeMs = r.index();
+    const kind = r.u8();
+    if (kind > 1) throw new Malformed('bad entry type');
+    entries.push({ term, index, timeMs, type: kind === 0 ? 'normal' : 'empty', data: r.bytes() });
+  }
+  return entries;
+}
+
+function writeMeta(w: Writer, meta: SnapshotMeta): void {
+  w.int(meta.index);
+  w.int(meta.term);
+  w.int(meta.timeMs);
+  w.int(meta.voters.length);
+  for (const voter of meta.voters) w.str(voter);
+}
+
+function readMeta(r: Reader): SnapshotMeta {
+  const index = r.index();
+  const term = r.index();
+  const timeMs = r.index();
+  const count = r.index();
+  if (count > WIRE_VOTERS_MAX) throw new Malformed('too many voters');
+  const voters: string[] = [];
+  for (let i = 0; i < count; i++) voters.push(r.str());
+  return { index, term, timeMs, voters };
+}
+
+function writeBody(w: Writer, m: Message): void {
+  switch (m.type) {
+    case 'preVote':
+      w.int(m.lastLogIndex); w.int(m.lastLogTerm); return;
+    case 'vote':
+      w.int(m.lastLogIndex); w.int(m.lastLogTerm); w.u8(m.transfer ? 1 : 0); return;
+    case 'preVoteResponse':
+    case 'voteResponse':
+      w.u8(m.granted ? 1 : 0); return;
+    case 'append':
+      w.int(m.prevLogIndex); w.int(m.prevLogTerm); writeEntries(w, m.entries);
+      w.int(m.commitIndex); return;
+    case 'appendResponse':
+      w.u8(m.success ? 1 : 0); w.int(m.matchIndex); w.int(m.rejectedIndex);
+      w.int(m.hintIndex); w.int(m.hintTerm); return;
+    case 'heartbeat':
+      w.int(m.commitIndex); w.int(m.readContext); return;
+    case 'heartbeatResponse':
+      w.int(m.readContext); return;
+    case 'propose':
+      w.bytes(m.data); w.int(m.nowMs); return;
+    case 'readIndex':
+      w.int(m.requestId); return;
+    case 'readIndexResponse':
+      w.int(m.requestId); w.int(m.readIndex); return;
+    case 'snapshotChunk':
+      writeMeta(w, m.meta); w.int(m.offset); w.int(m.totalBytes); w.bytes(m.data); return;
+    case 'snapshotChunkResponse':
+      w.int(m.snapshotIndex); w.int(m.nextOffset); return;
+    case 'timeoutNow':
+      return;
+  }
+}
+
+type Head = { from: string; to: string; term: number };
+
+function readBody(r: Reader, type: MessageType, h: Head): Message {
+  switch (type) {
+    case 'preVote':
+      return { type, ...h, lastLogIndex: r.index(), lastLogTerm: r.index() };
+    case 'vote':
+      return { type, ...h, lastLogIndex: r.index(), lastLogTerm: r.index(), transfer: r.bool() };
+    case 'preVoteResponse':
+    case 'voteResponse':
+      return { type, ...h, granted: r.bool() };
+    case 'append':
+      return { type, ...h, prevLogIndex: r.index(), prevLogTerm: r.index(),
+        entries: readEntries(r), commitIndex: r.index() };
+    case 'appendResponse':
+      return { type, ...h, success: r.bool(), matchIndex: r.index(), rejectedIndex: r.index(),
+        hintIndex: r.index(), hintTerm: r.index() };
+    case 'heartbeat':
+      return { type, ...h, commitIndex: r.index(), readContext: r.index() };
+    case 'heartbeatResponse':
+      return { type, ...h, readContext: r.index() };
+    case 'propose':
+      return { type, ...h, data: r.bytes(), nowMs: r.index() };
+    case 'readIndex':
+      return { type, ...h, requestId: r.int() };
+    case 'readIndexResponse':
+      return { type, ...h, requestId: r.int(), readIndex: r.int() };
+    case 'snapshotChunk':
+      return { type, ...h, meta: readMeta(r), offset: r.index(), totalBytes: r.index(),
+        data: r.bytes() };
+    case 'snapshotChunkResponse':
+      return { type, ...h, snapshotIndex: r.index(), nextOffset: r.index() };
+    case 'timeoutNow':
+      return { type, ...h };
+  }
+}
+
+/** Encodes a message. Throws only on a message no core produces (non-integer numbers). */
+export function encodeMessage(m: Message): Uint8Array {
+  const w = new Writer();
+  w.u8(MESSAGE_FORMAT_VERSION);
+  w.u8(MESSAGE_TYPES.indexOf(m.type));
+  w.str(m.from);
+  w.str(m.to);
+  w.int(m.term);
+  writeBody(w, m);
+  return w.done();
+}
+
+/** Decodes a frame; null for anything that is not exactly one well-formed message. */
+export function decodeMessage(bytes: Uint8Array): Message | null {
+  try {
+    const r = new Reader(bytes);
+    if (r.u8() !== MESSAGE_FORMAT_VERSION) return null;
+    const type = MESSAGE_TYPES[r.u8()];
+    if (type === undefined) return null;
+    const head: Head = { from: r.str(), to: r.str(), term: r.index() };
+    const message = readBody(r, type, head);
+    return r.end() ? message : null;
+  } catch {
+    // Malformed input, invalid UTF-8 (TypeError) or a range error: all mean "not a message".
+    return null;
+  }
+}
