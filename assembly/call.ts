@@ -1,0 +1,163 @@
+/**
+ * Runs one call, logged (an entry with writes) or not (a read): pause, then grant, then the
+ * writes in op order, then the required checks, then quota, then the results in op order
+ * with every read evaluated after all writes. A lost `required` or a quota refusal undoes the
+ * whole call through the journal. Versions handed out to an undone call are not reused.
+ */
+import {
+  OUT_CALL, OUT_INVALID, STATUS_OK, STATUS_PRECONDITION, STATUS_PAUSED, STATUS_NOT_GRANTED,
+  STATUS_QUOTA_EXCEEDED, OP_GET, OP_GET_MANY, OP_GET_PREFIX, OP_CHECK, OP_PUT, OP_DELETE,
+  OP_INCR, FLAG_REQUIRED, RES_WRITE, CALL_REQUIRE_GRANT, TENANT_BYTES_MAX,
+} from './abi';
+import { Reader, putU8, putU32, putI64, putBytes, putString } from './buffers';
+import { Row, rowVersion, rowValuePtr, rowValueLen } from './row';
+import { paused, tenants, tenantId } from './state';
+import {
+  Op, applyPut, applyDelete, applyIncr, evalCheck, journalReset, journalUndo,
+} from './ops';
+import { ops, opCount, decodeOps } from './decode';
+import { startReads, emitGet, emitGetMany, emitGetPrefix } from './reads';
+
+const NULL_TEXT = String.UTF8.encode('null');
+const ZERO_TEXT = String.UTF8.encode('0');
+
+function isWrite(code: i32): bool {
+  return code == OP_PUT || code == OP_DELETE || code == OP_INCR;
+}
+
+export function emitInvalid(why: string): void {
+  putU8(OUT_INVALID);
+  putString(why);
+}
+
+/** The value and version a write/check result or a precondition reports. */
+function putReported(op: Op): void {
+  let r = op.resRow;
+  if (r == null) {
+    let t = op.resZero ? ZERO_TEXT : NULL_TEXT;
+    putBytes(changetype<usize>(t), <usize>t.byteLength);
+    putI64(0);
+    return;
+  }
+  putBytes(rowValuePtr(r), <usize>rowValueLen(r));
+  putI64(rowVersion(r));
+}
+
+/** Decodes and runs a call at timeMs; `logged` is true for an entry, false for a read. */
+export function runCall(rd: Reader, timeMs: i64, logged: bool): void {
+  let callFlags = rd.u8();
+  let ceiling = rd.i64();
+  let tPtr = rd.bytes(<u32>TENANT_BYTES_MAX, 'tenant');
+  let tLen = rd.lastLen;
+  if (!rd.failed && tLen == 0) rd.fail('empty tenant');
+  if (!rd.failed) decodeOps(rd);
+  if (!rd.failed && rd.pos != rd.end) rd.fail('trailing bytes');
+  if (!rd.failed && ceiling < 0) rd.fail('bad read ceiling');
+  let hasWrites = false;
+  for (let i = 0; i < opCount && !rd.failed; i++) {
+    if (isWrite(unchecked(ops[i]).code)) hasWrites = true;
+  }
+  if (!rd.failed && hasWrites && !logged) rd.fail('writes in a read call');
+  if (rd.failed) { emitInvalid(rd.why); return; }
+  putU8(OUT_CALL);
+  if (paused) { putU8(STATUS_PAUSED); return; }
+  let name = String.UTF8.decodeUnsafe(tPtr, tLen);
+  if (hasWrites && (callFlags & CALL_REQUIRE_GRANT) != 0 && !granted(name)) {
+    putU8(STATUS_NOT_GRANTED);
+    return;
+  }
+  let tid = tenantId(name, hasWrites);
+  let rows0: i64 = 0, bytes0: i64 = 0;
+  if (tid >= 0) {
+    rows0 = unchecked(tenants[tid]).rows;
+    bytes0 = unchecked(tenants[tid]).bytes;
+  }
+  journalReset();
+  let failed = runWrites(tid, timeMs);
+  failed = runRequiredChecks(tid, timeMs, failed);
+  if (failed >= 0) {
+    journalUndo();
+    let op = unchecked(ops[failed]);
+    putU8(STATUS_PRECONDITION);
+    putU32(<u32>failed);
+    putU8(op.reason);
+    putReported(op);
+    return;
+  }
+  if (hasWrites && quotaRefuses(tid, rows0, bytes0)) {
+    journalUndo();
+    putU8(STATUS_QUOTA_EXCEEDED);
+    return;
+  }
+  journalReset();
+  emitResults(tid, timeMs, ceiling);
+}
+
+function granted(name: string): bool {
+  let tid = tenantId(name, false);
+  if (tid < 0) return false;
+  let q = unchecked(tenants[tid]).quota;
+  return q != null && q.enabled;
+}
+
+/** Applies writes in op order; returns the index of the first lost `required`, or -1. */
+function runWrites(tid: i32, timeMs: i64): i32 {
+  for (let i = 0; i < opCount; i++) {
+    let op = unchecked(ops[i]);
+    let code = op.code;
+    if (code == OP_PUT) applyPut(op, tid, timeMs);
+    else if (code == OP_DELETE) applyDelete(op, tid, timeMs);
+    else if (code == OP_INCR) applyIncr(op, tid, timeMs);
+    else continue;
+    if (!op.applied && (op.flags & FLAG_REQUIRED) != 0) return i;
+  }
+  return -1;
+}
+
+/** Required checks below the failed write (all when none failed), after the writes. */
+function runRequiredChecks(tid: i32, timeMs: i64, failed: i32): i32 {
+  let end = failed >= 0 ? failed : opCount;
+  for (let i = 0; i < end; i++) {
+    let op = unchecked(ops[i]);
+    if (op.code != OP_CHECK || (op.flags & FLAG_REQUIRED) == 0) continue;
+    evalCheck(op, tid, timeMs);
+    if (!op.applied) return i;
+  }
+  return failed;
+}
+
+/**
+ * Over quota after the call, and the call grew rows or bytes. Limits apply whenever the
+ * tenant has a quota row, enabled or not (`enabled` is the grant).
+ */
+function quotaRefuses(tid: i32, rows0: i64, bytes0: i64): bool {
+  let t = unchecked(tenants[tid]);
+  let q = t.quota;
+  if (q == null) return false;
+  let over = (q.maxRows >= 0 && t.rows > q.maxRows) || (q.maxBytes >= 0 && t.bytes > q.maxBytes);
+  let grew = t.rows > rows0 || t.bytes > bytes0;
+  return over && grew;
+}
+
+function emitResults(tid: i32, timeMs: i64, ceiling: i64): void {
+  putU8(STATUS_OK);
+  putU32(<u32>opCount);
+  startReads(ceiling);
+  for (let i = 0; i < opCount; i++) {
+    let op = unchecked(ops[i]);
+    let code = op.code;
+    if (code == OP_GET) emitGet(op, tid, timeMs);
+    else if (code == OP_GET_MANY) emitGetMany(op, tid, timeMs);
+    else if (code == OP_GET_PREFIX) emitGetPrefix(op, tid, timeMs);
+    else {
+      if (code == OP_CHECK) evalCheck(op, tid, timeMs);
+      putU8(RES_WRITE);
+      putU8(op.applied ? 1 : 0);
+      putU8(op.reason);
+      putBytes(op.keyPtr, <usize>op.keyLen);
+      putReported(op);
+    }
+  }
+}
+
+export { Row };

@@ -1,0 +1,183 @@
+/**
+ * The module's whole ABI: i32 arguments and results only. The host writes a command into the
+ * input region (`inputRegion(bytes)` returns its address), calls an export with the length,
+ * and reads `returned length` bytes at `outputRegion()`. 64-bit values are split into two
+ * i32 halves (lo, hi) as arguments and travel little-endian inside the buffers.
+ * Imports nothing but env.abort: no clock, no randomness, no I/O.
+ */
+import {
+  CMD_CALL, CMD_SWEEP, CMD_SET_QUOTA, CMD_SET_PAUSED, CMD_NOOP, OUT_SWEEP, OUT_ADMIN,
+  OUT_NOOP, TENANT_BYTES_MAX, SAFE_INTEGER_MAX,
+} from './abi';
+import {
+  Reader, ensureInput, inputPtr, outputPtr, outputLen, resetOutput, putU8, putU32, putI64,
+  putBytes,
+} from './buffers';
+import {
+  setApplied, lastTimeMs, appliedIndex, lastVersion, paused, setPaused, sweep, tenants,
+  tenantId, heapMaybeCompact, tree,
+} from './state';
+import { runCall, emitInvalid } from './call';
+import { writeSnapshot, readSnapshot, writeDigest, readQuota } from './snapshot';
+
+function join(lo: i32, hi: i32): i64 {
+  return (<i64>hi << 32) | (<i64>lo & 0xffffffff);
+}
+
+/** Ensures the input region holds `bytes` and returns its address. */
+export function inputRegion(bytes: i32): i32 {
+  return <i32>ensureInput(<usize>max(bytes, 0));
+}
+
+/** Address of the output of the last call. */
+export function outputRegion(): i32 {
+  return <i32>outputPtr;
+}
+
+/**
+ * Applies one committed entry (a command of `len` bytes in the input region) at its index
+ * and time. Time never goes back: the machine uses max(time, last entry time). Returns the
+ * output length.
+ */
+export function apply(len: i32, indexLo: i32, indexHi: i32, timeLo: i32, timeHi: i32): i32 {
+  resetOutput();
+  let index = join(indexLo, indexHi);
+  let time = join(timeLo, timeHi);
+  assert(index > appliedIndex, 'entry index not after applied index');
+  if (time < lastTimeMs) time = lastTimeMs;
+  if (time > SAFE_INTEGER_MAX) time = SAFE_INTEGER_MAX;
+  let rd = new Reader(inputPtr, <usize>len);
+  let kind = rd.u8();
+  if (kind == CMD_CALL) runCall(rd, time, true);
+  else if (kind == CMD_SWEEP) applySweep(rd, time);
+  else if (kind == CMD_SET_QUOTA) applySetQuota(rd);
+  else if (kind == CMD_SET_PAUSED) applySetPaused(rd);
+  else if (kind == CMD_NOOP && rd.pos == rd.end) putU8(OUT_NOOP);
+  else emitInvalid(rd.failed ? rd.why : 'unknown command');
+  setApplied(index, time);
+  heapMaybeCompact();
+  return <i32>outputLen;
+}
+
+function applySweep(rd: Reader, time: i64): void {
+  let maxKeys = rd.i64();
+  if (!rd.failed && (maxKeys < 0 || maxKeys > SAFE_INTEGER_MAX)) rd.fail('bad maxKeys');
+  if (!rd.failed && rd.pos != rd.end) rd.fail('trailing bytes');
+  if (rd.failed) { emitInvalid(rd.why); return; }
+  let removed = sweep(time, maxKeys);
+  putU8(OUT_SWEEP);
+  putI64(removed);
+}
+
+function applySetQuota(rd: Reader): void {
+  let p = rd.bytes(<u32>TENANT_BYTES_MAX, 'tenant');
+  let len = rd.lastLen;
+  if (!rd.failed && len == 0) rd.fail('empty tenant');
+  let q = readQuota(rd);
+  if (!rd.failed && rd.pos != rd.end) rd.fail('trailing bytes');
+  if (rd.failed) { emitInvalid(rd.why); return; }
+  let tid = tenantId(String.UTF8.decodeUnsafe(p, len), true);
+  unchecked(tenants[tid]).quota = q;
+  putU8(OUT_ADMIN);
+}
+
+function applySetPaused(rd: Reader): void {
+  let p = rd.u8();
+  if (!rd.failed && p > 1) rd.fail('bad paused');
+  if (!rd.failed && rd.pos != rd.end) rd.fail('trailing bytes');
+  if (rd.failed) { emitInvalid(rd.why); return; }
+  setPaused(p == 1);
+  putU8(OUT_ADMIN);
+}
+
+/** Answers a read-only call (a CMD_CALL command) at max(now, last entry time). */
+export function read(len: i32, nowLo: i32, nowHi: i32): i32 {
+  resetOutput();
+  let now = join(nowLo, nowHi);
+  if (now < lastTimeMs) now = lastTimeMs;
+  let rd = new Reader(inputPtr, <usize>len);
+  let kind = rd.u8();
+  if (kind != CMD_CALL) emitInvalid(rd.failed ? rd.why : 'not a call');
+  else runCall(rd, now, false);
+  return <i32>outputLen;
+}
+
+export function snapshot(): i32 {
+  resetOutput();
+  writeSnapshot();
+  return <i32>outputLen;
+}
+
+/** Replaces the state with the snapshot in the input region; 0 = done, else the output
+ * holds the reason as a length-prefixed string and nothing changed. */
+export function restore(len: i32): i32 {
+  resetOutput();
+  let rd = new Reader(inputPtr, <usize>len);
+  let why = readSnapshot(rd);
+  if (why.length == 0) return 0;
+  emitInvalid(why);
+  return <i32>outputLen;
+}
+
+export function digest(): i32 {
+  resetOutput();
+  writeDigest();
+  return <i32>outputLen;
+}
+
+/** appliedIndex, lastTimeMs, lastVersion (i64 each), paused (u8). */
+export function meta(): i32 {
+  resetOutput();
+  putI64(appliedIndex);
+  putI64(lastTimeMs);
+  putI64(lastVersion);
+  putU8(paused ? 1 : 0);
+  return <i32>outputLen;
+}
+
+/** Tenant named by the input bytes: u8 known, rows, bytes, u8 hasQuota [, quota]. */
+export function queryTenant(len: i32): i32 {
+  resetOutput();
+  let tid = tenantId(String.UTF8.decodeUnsafe(inputPtr, <usize>max(len, 0)), false);
+  if (tid < 0) {
+    putU8(0);
+    return <i32>outputLen;
+  }
+  let t = unchecked(tenants[tid]);
+  putU8(1);
+  putI64(t.rows);
+  putI64(t.bytes);
+  let q = t.quota;
+  putU8(q == null ? 0 : 1);
+  if (q != null) {
+    putU8(q.enabled ? 1 : 0);
+    putI64(q.maxRows);
+    putI64(q.maxBytes);
+    putI64(q.maxReadsPerSec);
+    putI64(q.maxWritesPerSec);
+  }
+  return <i32>outputLen;
+}
+
+/** Up to maxTenants tenants in first-seen order: u32 count, then (name, rows, bytes). */
+export function tenantsUsage(maxTenants: i32): i32 {
+  resetOutput();
+  let n = min(max(maxTenants, 0), tenants.length);
+  putU32(<u32>n);
+  for (let i = 0; i < n; i++) {
+    let t = unchecked(tenants[i]);
+    putBytes(changetype<usize>(t.nameBytes), <usize>t.nameBytes.byteLength);
+    putI64(t.rows);
+    putI64(t.bytes);
+  }
+  return <i32>outputLen;
+}
+
+/** Rows held (expired rows count until a sweep removes them). */
+export function liveKeyCount(): i32 {
+  return tree.count;
+}
+
+export function isPaused(): i32 {
+  return paused ? 1 : 0;
+}

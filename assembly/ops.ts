@@ -1,0 +1,182 @@
+/**
+ * One decoded op of a call, and the write rules: put (incl. putIfAbsent), delete, incr and
+ * the check assertion, each deciding applied / reason / the row to report, exactly as
+ * spec/WIRE.md ("Result elements", "incr") and kv-routes.md ("expect") say. Every write goes
+ * through the undo journal so a lost `required` or a quota refusal can put everything back.
+ */
+import {
+  FLAG_HAS_EXPECT, FLAG_FOREVER, FLAG_HAS_MIN, FLAG_HAS_MAX, REASON_NONE, REASON_EXISTS,
+  REASON_ABSENT, REASON_VERSION, SAFE_INTEGER_MAX,
+} from './abi';
+import {
+  Row, newRow, rowLive, rowVersion, rowExpiresAt, rowValuePtr, rowValueLen, EXPIRES_NEVER,
+} from './row';
+import { tree, placeRow, dropRow, nextVersion } from './state';
+import { incrValue } from './counter';
+
+export class Op {
+  code: i32 = 0;
+  flags: i32 = 0;
+  nsPtr: usize = 0;
+  nsLen: i32 = 0;
+  keyPtr: usize = 0;
+  keyLen: i32 = 0;
+  valuePtr: usize = 0;
+  valueLen: i32 = 0;
+  expect: i64 = 0;
+  ttlSeconds: i64 = 0;
+  deltaPtr: usize = 0;
+  deltaLen: i32 = 0;
+  minPtr: usize = 0;
+  minLen: i32 = 0;
+  maxPtr: usize = 0;
+  maxLen: i32 = 0;
+  afterPtr: usize = 0;
+  afterLen: i32 = 0;
+  limit: i32 = 0;
+  /** getMany: its keys are manyPtr/manyLen[manyStart .. manyStart + manyCount). */
+  manyStart: i32 = 0;
+  manyCount: i32 = 0;
+  // Result of a write or check.
+  applied: bool = false;
+  reason: i32 = REASON_NONE;
+  /** The row whose value and version the result reports; null = absent. */
+  resRow: Row | null = null;
+  /** When resRow is null: report value 0 (incr) instead of null. */
+  resZero: bool = false;
+}
+
+/** Scratch for one store key: tenant id (4) + namespace + NUL + key. */
+const KEY_SCRATCH_BYTES: usize = 4 + 256 + 1 + 4096;
+export const keyScratch: usize = heap.alloc(KEY_SCRATCH_BYTES);
+
+/** Writes the store key of (tenant, ns, key) into keyScratch; returns its length. */
+export function composeKey(tid: i32, nsPtr: usize, nsLen: i32, kPtr: usize, kLen: i32): i32 {
+  store<u32>(keyScratch, bswap(<u32>tid));
+  memory.copy(keyScratch + 4, nsPtr, <usize>nsLen);
+  store<u8>(keyScratch + 4 + <usize>nsLen, 0);
+  memory.copy(keyScratch + 5 + <usize>nsLen, kPtr, <usize>kLen);
+  return 5 + nsLen + kLen;
+}
+
+// ---- undo journal: pairs (replaced or removed row, placed row) in apply order ----
+let journalOld = new Array<Row | null>();
+let journalNew = new Array<Row | null>();
+
+export function journalReset(): void {
+  journalOld.length = 0;
+  journalNew.length = 0;
+}
+
+/**
+ * Puts every journaled change back, newest first. Heap entries of revived rows are still in
+ * the heap: entries leave it only by a sweep or a compaction, never inside a call.
+ */
+export function journalUndo(): void {
+  for (let i = journalOld.length - 1; i >= 0; i--) {
+    let placed = unchecked(journalNew[i]);
+    let old = unchecked(journalOld[i]);
+    if (placed != null) dropRow(placed);
+    if (old != null) placeRow(old, false);
+  }
+  journalReset();
+}
+
+function expiryAt(timeMs: i64, op: Op): i64 {
+  if (op.flags & FLAG_FOREVER) return EXPIRES_NEVER;
+  let at = timeMs + op.ttlSeconds * 1000;
+  return at > SAFE_INTEGER_MAX ? SAFE_INTEGER_MAX : at;
+}
+
+function refuse(op: Op, reason: i32, live: Row | null): void {
+  op.applied = false;
+  op.reason = reason;
+  op.resRow = live;
+}
+
+function write(op: Op, keyLen: i32, vPtr: usize, vLen: i32, expiresAt: i64, t: i64): void {
+  let r = newRow(keyScratch, keyLen, vPtr, vLen, nextVersion(), expiresAt, t);
+  let old = placeRow(r, true);
+  journalOld.push(old);
+  journalNew.push(r);
+  op.applied = true;
+  op.reason = REASON_NONE;
+  op.resRow = r;
+}
+
+/** The live row at the store key in keyScratch, or null. */
+function liveAt(keyLen: i32, timeMs: i64): Row | null {
+  let r = tree.find(keyScratch, keyLen);
+  return r != null && rowLive(r, timeMs) ? r : null;
+}
+
+export function applyPut(op: Op, tid: i32, timeMs: i64): void {
+  let kLen = composeKey(tid, op.nsPtr, op.nsLen, op.keyPtr, op.keyLen);
+  let live = liveAt(kLen, timeMs);
+  if (op.flags & FLAG_HAS_EXPECT) {
+    if (op.expect == 0) {
+      if (live != null) { refuse(op, REASON_EXISTS, live); return; }
+    } else if (live == null) {
+      refuse(op, REASON_ABSENT, null); return;
+    } else if (rowVersion(live) != op.expect) {
+      refuse(op, REASON_VERSION, live); return;
+    }
+  }
+  write(op, kLen, op.valuePtr, op.valueLen, expiryAt(timeMs, op), timeMs);
+}
+
+export function applyDelete(op: Op, tid: i32, timeMs: i64): void {
+  let kLen = composeKey(tid, op.nsPtr, op.nsLen, op.keyPtr, op.keyLen);
+  let live = liveAt(kLen, timeMs);
+  let hasExpect = (op.flags & FLAG_HAS_EXPECT) != 0;
+  if (hasExpect && op.expect == 0) {
+    if (live != null) { refuse(op, REASON_EXISTS, live); return; }
+    op.applied = true;
+    op.reason = REASON_NONE;
+    op.resRow = null;
+    return;
+  }
+  if (live == null) { refuse(op, REASON_ABSENT, null); return; }
+  if (hasExpect && rowVersion(live) != op.expect) { refuse(op, REASON_VERSION, live); return; }
+  dropRow(live);
+  journalOld.push(live);
+  journalNew.push(null);
+  op.applied = true;
+  op.reason = REASON_NONE;
+  op.resRow = live;
+}
+
+/** check: asserts a version (0 = absent) and writes nothing. */
+export function evalCheck(op: Op, tid: i32, timeMs: i64): void {
+  let kLen = composeKey(tid, op.nsPtr, op.nsLen, op.keyPtr, op.keyLen);
+  let live = liveAt(kLen, timeMs);
+  if (op.expect == 0) {
+    if (live != null) { refuse(op, REASON_EXISTS, live); return; }
+  } else if (live == null) {
+    refuse(op, REASON_ABSENT, null); return;
+  } else if (rowVersion(live) != op.expect) {
+    refuse(op, REASON_VERSION, live); return;
+  }
+  op.applied = true;
+  op.reason = REASON_NONE;
+  op.resRow = live;
+}
+
+export function applyIncr(op: Op, tid: i32, timeMs: i64): void {
+  let kLen = composeKey(tid, op.nsPtr, op.nsLen, op.keyPtr, op.keyLen);
+  let live = liveAt(kLen, timeMs);
+  let res = incrValue(
+    live == null ? 0 : rowValuePtr(live), live == null ? -1 : rowValueLen(live),
+    op.deltaPtr, op.deltaLen,
+    (op.flags & FLAG_HAS_MIN) ? op.minPtr : 0, (op.flags & FLAG_HAS_MIN) ? op.minLen : -1,
+    (op.flags & FLAG_HAS_MAX) ? op.maxPtr : 0, (op.flags & FLAG_HAS_MAX) ? op.maxLen : -1,
+  );
+  if (res.reason != REASON_NONE) {
+    refuse(op, res.reason, live);
+    op.resZero = live == null;
+    return;
+  }
+  let expiresAt = live == null ? expiryAt(timeMs, op) : rowExpiresAt(live);
+  let text = String.UTF8.encode(res.text);
+  write(op, kLen, changetype<usize>(text), text.byteLength, expiresAt, timeMs);
+}

@@ -1,0 +1,213 @@
+/**
+ * The whole state of the machine and its bookkeeping: the ordered store, the expiry heap, the
+ * version counter, tenants with their usage and quota, the pause switch. Every change to a row
+ * goes through `placeRow` / `dropRow`, which keep usage, the TTL row count and the heap right.
+ * Pure: the only time is the entry time the caller passes in.
+ */
+import {
+  Row, rowExpiresAt, rowVersion, rowDead, setRowDead, rowTenant, rowKeyLen, rowValueLen,
+  rowKeyPtr, EXPIRES_NEVER,
+} from './row';
+import { Tree } from './tree';
+
+/** Heap entries beyond twice the TTL rows (plus this slack) trigger a compaction. */
+const HEAP_SLACK_ENTRIES: i32 = 4096;
+
+export class Quota {
+  enabled: bool = false;
+  /** -1 = unlimited, else a limit >= 0. */
+  maxRows: i64 = -1;
+  maxBytes: i64 = -1;
+  maxReadsPerSec: i64 = -1;
+  maxWritesPerSec: i64 = -1;
+}
+
+export class Tenant {
+  name: string;
+  nameBytes: ArrayBuffer;
+  /** Rows this tenant holds in the store (expired rows count until swept). */
+  rows: i64 = 0;
+  /** Sum over those rows of user-key UTF-8 bytes + value JSON bytes. */
+  bytes: i64 = 0;
+  quota: Quota | null = null;
+  constructor(name: string) {
+    this.name = name;
+    this.nameBytes = String.UTF8.encode(name);
+  }
+}
+
+export let tree = new Tree();
+/** Min-heap of rows by (expiresAt, version); entries of dead rows are skipped when popped. */
+export let heap = new Array<Row>();
+/** Rows in the tree with a finite expiry. */
+export let ttlRows: i32 = 0;
+/** Highest version ever handed out; the next write gets lastVersion + 1. */
+export let lastVersion: i64 = 0;
+export let appliedIndex: i64 = 0;
+export let lastTimeMs: i64 = 0;
+export let paused: bool = false;
+export let tenants = new Array<Tenant>();
+export let tenantIds = new Map<string, i32>();
+
+export function setLastVersion(v: i64): void { lastVersion = v; }
+export function setApplied(index: i64, timeMs: i64): void {
+  appliedIndex = index;
+  lastTimeMs = timeMs;
+}
+export function setPaused(p: bool): void { paused = p; }
+
+export function nextVersion(): i64 {
+  lastVersion++;
+  return lastVersion;
+}
+
+/** The tenant's id, or -1 when unknown and `create` is false. */
+export function tenantId(name: string, create: bool): i32 {
+  if (tenantIds.has(name)) return tenantIds.get(name);
+  if (!create) return -1;
+  let id = tenants.length;
+  tenants.push(new Tenant(name));
+  tenantIds.set(name, id);
+  return id;
+}
+
+/** Bytes a row counts against its tenant: user key + value (not tenant, namespace, header). */
+export function rowUsageBytes(r: Row): i64 {
+  let k = rowKeyPtr(r);
+  let kLen = rowKeyLen(r);
+  let i = 4;
+  while (i < kLen && load<u8>(k + i) != 0) i++;
+  return <i64>(kLen - i - 1) + <i64>rowValueLen(r);
+}
+
+function account(r: Row, sign: i64): void {
+  let t = unchecked(tenants[rowTenant(r)]);
+  t.rows += sign;
+  t.bytes += sign * rowUsageBytes(r);
+  if (rowExpiresAt(r) != EXPIRES_NEVER) ttlRows += <i32>sign;
+}
+
+/** Puts a row into the tree (replacing any row with its key); returns the replaced row. */
+export function placeRow(r: Row, pushExpiry: bool): Row | null {
+  let old = tree.upsert(r);
+  if (old != null) {
+    setRowDead(old, true);
+    account(old, -1);
+  }
+  setRowDead(r, false);
+  account(r, 1);
+  if (pushExpiry && rowExpiresAt(r) != EXPIRES_NEVER) heapPush(r);
+  return old;
+}
+
+/** Removes a row that is in the tree. */
+export function dropRow(r: Row): void {
+  let gone = tree.remove(rowKeyPtr(r), rowKeyLen(r));
+  assert(gone === r, 'dropRow: row not in tree');
+  setRowDead(r, true);
+  account(r, -1);
+}
+
+// ---- expiry heap ----
+
+function before(a: Row, b: Row): bool {
+  let ea = rowExpiresAt(a), eb = rowExpiresAt(b);
+  return ea < eb || (ea == eb && rowVersion(a) < rowVersion(b));
+}
+
+export function heapPush(r: Row): void {
+  heap.push(r);
+  let i = heap.length - 1;
+  while (i > 0) {
+    let p = (i - 1) >> 1;
+    if (!before(unchecked(heap[i]), unchecked(heap[p]))) break;
+    let t = unchecked(heap[i]);
+    unchecked(heap[i] = heap[p]);
+    unchecked(heap[p] = t);
+    i = p;
+  }
+}
+
+function siftDown(i: i32): void {
+  let n = heap.length;
+  while (true) {
+    let l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && before(unchecked(heap[l]), unchecked(heap[m]))) m = l;
+    if (r < n && before(unchecked(heap[r]), unchecked(heap[m]))) m = r;
+    if (m == i) return;
+    let t = unchecked(heap[i]);
+    unchecked(heap[i] = heap[m]);
+    unchecked(heap[m] = t);
+    i = m;
+  }
+}
+
+function heapPop(): Row {
+  let top = unchecked(heap[0]);
+  let last = heap.pop();
+  if (heap.length > 0) {
+    unchecked(heap[0] = last);
+    siftDown(0);
+  }
+  return top;
+}
+
+/** Rebuilds the heap from the live entries in O(n). */
+export function heapRebuild(entries: Array<Row>): void {
+  heap = entries;
+  for (let i = (heap.length >> 1) - 1; i >= 0; i--) siftDown(i);
+}
+
+/** Drops dead entries once they outnumber live ones; called between entries only. */
+export function heapMaybeCompact(): void {
+  if (heap.length <= 2 * ttlRows + HEAP_SLACK_ENTRIES) return;
+  let keep = new Array<Row>();
+  for (let i = 0; i < heap.length; i++) {
+    let r = unchecked(heap[i]);
+    if (!rowDead(r)) keep.push(r);
+  }
+  heapRebuild(keep);
+}
+
+/** Removes up to maxKeys rows expired at timeMs, oldest (expiresAt, version) first. */
+export function sweep(timeMs: i64, maxKeys: i64): i64 {
+  let removed: i64 = 0;
+  while (removed < maxKeys && heap.length > 0) {
+    let top = unchecked(heap[0]);
+    if (rowExpiresAt(top) > timeMs) break;
+    heapPop();
+    if (rowDead(top)) continue;
+    dropRow(top);
+    removed++;
+  }
+  return removed;
+}
+
+/** Replaces the whole state (used by restore). */
+export function resetState(
+  t: Tree, ts: Array<Tenant>, version: i64, index: i64, timeMs: i64, p: bool,
+): void {
+  tree = t;
+  tenants = ts;
+  tenantIds = new Map<string, i32>();
+  for (let i = 0; i < ts.length; i++) tenantIds.set(ts[i].name, i);
+  lastVersion = version;
+  appliedIndex = index;
+  lastTimeMs = timeMs;
+  paused = p;
+  ttlRows = 0;
+  let entries = new Array<Row>();
+  t.seekFirst();
+  while (t.curLeaf != null) {
+    let r = t.current();
+    let tn = unchecked(ts[rowTenant(r)]);
+    tn.rows++;
+    tn.bytes += rowUsageBytes(r);
+    if (rowExpiresAt(r) != EXPIRES_NEVER) {
+      ttlRows++;
+      entries.push(r);
+    }
+    t.advance();
+  }
+  heapRebuild(entries);
+}

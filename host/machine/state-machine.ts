@@ -1,0 +1,248 @@
+/**
+ * The KV state machine as the host sees it: loads build/hivekv.wasm once per process and
+ * wraps one instance per StateMachine with typed calls. This is the only file that touches
+ * WebAssembly.*. It never reads a clock: entry times come from the log, read times from the
+ * caller. A trap inside the machine surfaces as MachineTrapError (always a bug: drop the
+ * instance and rebuild it from snapshot plus log). Views of wasm memory are re-created after
+ * every call because a memory grow detaches them.
+ */
+import { readFileSync, existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  ByteReader, ByteWriter, decodeApplyOutput, decodeReadOutput, writeCall,
+} from './codec.js';
+import type {
+  ApplyOutcome, CallOutcome, KvCall, QuotaSettings, TenantUsage,
+} from './commands.js';
+import { LIMIT_NONE_WIRE, SAFE_INTEGER_MAX } from './abi.js';
+
+/** The wasm trapped (abort or unreachable): always a bug in the machine or the wrapper. */
+export class MachineTrapError extends Error {
+  override readonly name = 'MachineTrapError';
+}
+
+/** How far up from this file we look for the directory holding package.json. */
+const PACKAGE_ROOT_SEARCH_DEPTH = 8;
+/** First size asked of the input region for a read call, in bytes. */
+const READ_INPUT_BYTES_INITIAL = 4096;
+
+/**
+ * The slice of the WebAssembly JS API this file uses, typed here because the project's lib
+ * (ES2022 + node) does not declare the WebAssembly namespace.
+ */
+export interface WasmModule { readonly __wasmModule?: never }
+interface WasmApi {
+  Module: (new (bytes: Uint8Array) => WasmModule) & {
+    imports(m: WasmModule): Array<{ module: string; name: string; kind: string }>;
+  };
+  Instance: new (m: WasmModule, imports: object) => { exports: unknown };
+  RuntimeError: new (message?: string) => Error;
+}
+export const Wasm: WasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+interface Exports {
+  memory: { readonly buffer: ArrayBuffer };
+  inputRegion(bytes: number): number;
+  outputRegion(): number;
+  apply(len: number, indexLo: number, indexHi: number, timeLo: number, timeHi: number): number;
+  read(len: number, nowLo: number, nowHi: number): number;
+  snapshot(): number;
+  restore(len: number): number;
+  digest(): number;
+  meta(): number;
+  queryTenant(len: number): number;
+  tenantsUsage(maxTenants: number): number;
+  liveKeyCount(): number;
+  isPaused(): number;
+}
+
+let compiled: WasmModule | null = null;
+
+/** The wasm file, found by walking up from this module to the package root. */
+export function wasmPath(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < PACKAGE_ROOT_SEARCH_DEPTH; i++) {
+    if (existsSync(join(dir, 'package.json'))) return join(dir, 'build', 'hivekv.wasm');
+    const up = dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  throw new Error('hivekv: package.json not found above ' + import.meta.url);
+}
+
+/** The compiled module, shared by every instance of the process. */
+export function machineModule(): WasmModule {
+  if (compiled === null) compiled = new Wasm.Module(readFileSync(wasmPath()));
+  return compiled;
+}
+
+function lo32(v: number): number {
+  return (v % 4294967296) | 0;
+}
+
+function hi32(v: number): number {
+  return Math.floor(v / 4294967296) | 0;
+}
+
+function assertSafeTime(v: number, what: string): void {
+  if (!Number.isSafeInteger(v) || v < 0 || v > SAFE_INTEGER_MAX) {
+    throw new RangeError(`${what} must be a safe non-negative integer, got ${v}`);
+  }
+}
+
+export class StateMachine {
+  private readonly x: Exports;
+  private applied = 0;
+  private lastTime = 0;
+  private abortMessage = '';
+
+  private constructor() {
+    const instance = new Wasm.Instance(machineModule(), {
+      env: {
+        abort: (_msg: number, _file: number, line: number, col: number): never => {
+          this.abortMessage = `abort at ${line}:${col}`;
+          throw new MachineTrapError(`machine aborted (${this.abortMessage})`);
+        },
+      },
+    });
+    this.x = instance.exports as unknown as Exports;
+  }
+
+  /** A fresh, empty machine. Compiles the module on first use (synchronously). */
+  static create(): StateMachine {
+    return new StateMachine();
+  }
+
+  get appliedIndex(): number { return this.applied; }
+  get lastTimeMs(): number { return this.lastTime; }
+
+  /** Runs an export, turning any trap into MachineTrapError. */
+  private guard<T>(what: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof MachineTrapError) throw err;
+      if (err instanceof Wasm.RuntimeError) {
+        throw new MachineTrapError(`machine trapped in ${what}: ${err.message}`);
+      }
+      throw err;
+    }
+  }
+
+  private output(len: number): Uint8Array {
+    return new Uint8Array(this.x.memory.buffer, this.x.outputRegion(), len);
+  }
+
+  private input(len: number): Uint8Array {
+    const at = this.x.inputRegion(len);
+    return new Uint8Array(this.x.memory.buffer, at, len);
+  }
+
+  /**
+   * Applies one committed entry. Precondition: entryIndex > appliedIndex (an assertion, a
+   * bug in the driver otherwise); timeMs a safe integer. A malformed command is an
+   * `invalid` outcome and still advances appliedIndex.
+   */
+  apply(entryIndex: number, timeMs: number, commandBytes: Uint8Array): ApplyOutcome {
+    if (!Number.isSafeInteger(entryIndex) || entryIndex <= this.applied) {
+      throw new Error(`apply: entry ${entryIndex} is not after applied ${this.applied}`);
+    }
+    assertSafeTime(timeMs, 'timeMs');
+    this.input(commandBytes.length).set(commandBytes);
+    const len = this.guard('apply', () => this.x.apply(commandBytes.length,
+      lo32(entryIndex), hi32(entryIndex), lo32(timeMs), hi32(timeMs)));
+    this.applied = entryIndex;
+    this.lastTime = Math.max(this.lastTime, timeMs);
+    return decodeApplyOutput(this.output(len));
+  }
+
+  /** Answers a read-only call at max(nowMs, lastTimeMs) without changing state. */
+  read(call: KvCall, nowMs: number): CallOutcome {
+    assertSafeTime(nowMs, 'nowMs');
+    const w = new ByteWriter(this.input(READ_INPUT_BYTES_INITIAL), (_cur, min) => {
+      // The region keeps its bytes when it grows (realloc); take a fresh view over it.
+      return this.input(min);
+    });
+    writeCall(w, call, { requireGrant: false });
+    const len = this.guard('read', () => this.x.read(w.pos, lo32(nowMs), hi32(nowMs)));
+    return decodeReadOutput(this.output(len));
+  }
+
+  /** The whole state as bytes (a copy, independent of wasm memory). */
+  snapshot(): Uint8Array {
+    const len = this.guard('snapshot', () => this.x.snapshot());
+    return this.output(len).slice();
+  }
+
+  /** Replaces the whole state. Throws (state unchanged) when the bytes are not a snapshot. */
+  restore(bytes: Uint8Array): void {
+    this.input(bytes.length).set(bytes);
+    const len = this.guard('restore', () => this.x.restore(bytes.length));
+    if (len !== 0) {
+      const r = new ByteReader(this.output(len));
+      r.u8();
+      throw new Error(`restore: invalid snapshot: ${r.str()}`);
+    }
+    const meta = new ByteReader(this.output(this.guard('meta', () => this.x.meta())));
+    this.applied = meta.i64();
+    this.lastTime = meta.i64();
+  }
+
+  /** A deterministic hash of the whole logical state, 16 hex digits. */
+  digest(): string {
+    const out = this.output(this.guard('digest', () => this.x.digest()));
+    let hex = '';
+    for (let i = 7; i >= 0; i--) hex += out[i]!.toString(16).padStart(2, '0');
+    return hex;
+  }
+
+  isPaused(): boolean {
+    return this.x.isPaused() === 1;
+  }
+
+  private tenantOutput(tenant: string): ByteReader {
+    const bytes = new TextEncoder().encode(tenant);
+    this.input(bytes.length).set(bytes);
+    return new ByteReader(this.output(this.guard('queryTenant',
+      () => this.x.queryTenant(bytes.length))));
+  }
+
+  quota(tenant: string): QuotaSettings | null {
+    const r = this.tenantOutput(tenant);
+    if (r.u8() === 0) return null;
+    r.i64();
+    r.i64();
+    if (r.u8() === 0) return null;
+    const limit = (v: number): number | null => (v === LIMIT_NONE_WIRE ? null : v);
+    const enabled = r.u8() === 1;
+    return {
+      enabled, maxRows: limit(r.i64()), maxBytes: limit(r.i64()),
+      maxReadsPerSec: limit(r.i64()), maxWritesPerSec: limit(r.i64()),
+    };
+  }
+
+  /** Rows and bytes (user key + value JSON bytes) the tenant holds. */
+  usage(tenant: string): TenantUsage {
+    const r = this.tenantOutput(tenant);
+    if (r.u8() === 0) return { rows: 0, bytes: 0 };
+    return { rows: r.i64(), bytes: r.i64() };
+  }
+
+  /** Up to maxTenants tenants, in the order the machine first saw them. */
+  tenantsUsage(maxTenants: number): Array<{ tenant: string } & TenantUsage> {
+    const n = Math.max(0, Math.min(maxTenants | 0, 0x7fffffff));
+    const r = new ByteReader(this.output(this.guard('tenantsUsage',
+      () => this.x.tenantsUsage(n))));
+    const out: Array<{ tenant: string } & TenantUsage> = [];
+    for (let count = r.u32(); count > 0; count--) {
+      out.push({ tenant: r.str(), rows: r.i64(), bytes: r.i64() });
+    }
+    return out;
+  }
+
+  /** Rows held; an expired row counts until a sweep removes it. */
+  liveKeyCount(): number {
+    return this.x.liveKeyCount();
+  }
+}
