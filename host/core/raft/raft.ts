@@ -674,7 +674,9 @@ class Raft implements RaftCore {
       mark('inflight-freed-on-heartbeat');
       pr.inflightLastIndexes.shift();
     }
-    if (pr.matchIndex < this.log.lastIndex()) this.replicateTo(from, false);
+    // Even with nothing new to send: an empty append at nextIndex makes a follower that lost
+    // appends (or restarted) reject it, which sends us back to probing where it stands.
+    if (pr.matchIndex < this.log.lastIndex()) this.replicateTo(from, true);
     if (readContext > 0) {
       this.answerReads(this.reads.ack(from, readContext, this.voters.length));
     }

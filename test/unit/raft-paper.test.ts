@@ -1,0 +1,440 @@
+/**
+ * One test per claim of the Raft paper (and of the thesis for pre-vote, check-quorum, read
+ * index and leadership transfer), each named after the claim and its section.
+ */
+import { describe, expect, it } from 'vitest';
+import { takeMark } from '../../host/core/marks.js';
+import { createRaft, type RaftConfig } from '../../host/core/raft/raft.js';
+import type { AppendMessage, Message } from '../../host/core/raft/messages.js';
+import type { Entry } from '../../host/core/raft/types.js';
+import { bytes, Cluster, defaultConfig, text } from '../interaction/cluster.js';
+
+const THREE = ['n1', 'n2', 'n3'];
+
+/** Builds entries: `entries({ from: 3, terms: [1, 1, 2] })` gives indexes 3, 4, 5. */
+function entries(spec: { from: number; terms: readonly number[] }): Entry[] {
+  return spec.terms.map((term, i) => ({ term, index: spec.from + i, timeMs: 0,
+    type: 'normal' as const, data: bytes(`e${spec.from + i}`) }));
+}
+
+function follower(id: string, term: number, log: Entry[], voters = THREE,
+  tweak?: (c: RaftConfig) => RaftConfig) {
+  const base = defaultConfig(id, voters, 7);
+  return createRaft(tweak === undefined ? base : tweak(base), {
+    hardState: { term, votedFor: null, commitIndex: 0 }, snapshot: null, snapshotData: null,
+    entries: log,
+  });
+}
+
+function drain(raft: ReturnType<typeof follower>): Message[] {
+  const out: Message[] = [];
+  for (let i = 0; i < 10 && raft.hasReady(); i++) {
+    const rd = raft.ready();
+    out.push(...rd.earlyMessages, ...rd.messages);
+    raft.advance(rd);
+  }
+  return out;
+}
+
+function append(over: Partial<AppendMessage>): AppendMessage {
+  return { type: 'append', from: 'n1', to: 'n2', term: 2, prevLogIndex: 0, prevLogTerm: 0,
+    entries: [], commitIndex: 0, ...over };
+}
+
+function appliedTexts(c: Cluster, id: string): string[] {
+  return c.node(id).applied.filter((e) => e.type === 'normal').map((e) => text(e.data));
+}
+
+/**
+ * A seeded run of five nodes under partitions, drops and uneven ticking, checking one
+ * leader per term at every step. Prints its seed; replays with SEED=...
+ */
+function chaos(what: string) {
+  const seed = Number(process.env['SEED'] ?? 1 + Math.floor(Math.random() * 1e6));
+  console.log(`${what} seed=${seed} (replay with SEED=${seed})`);
+  const c = new Cluster(['n1', 'n2', 'n3', 'n4', 'n5'], undefined, seed);
+  const leaderOfTerm = new Map<number, string>();
+  const violations: string[] = [];
+  let rng = seed >>> 0;
+  const next = (n: number): number => {
+    rng = (Math.imul(rng, 1103515245) + 12345) >>> 0;
+    return (rng >>> 8) % n;
+  };
+  const ids = [...c.nodes.keys()];
+  for (let step = 0; step < 600; step++) {
+    if (step % 40 === 0) {
+      const cut = 1 + next(4);
+      c.groups = next(3) === 0 ? null : [ids.slice(0, cut), ids.slice(cut)];
+    }
+    for (const id of ids) if (next(3) > 0) c.tick(id);
+    c.processAll();
+    c.queue = c.queue.filter(() => next(10) > 0);
+    c.deliverOnce();
+    const leader = c.leaders()[0];
+    if (leader !== undefined && next(3) === 0) c.raft(leader).propose(bytes(`p${step}`), step);
+    for (const id of c.leaders()) {
+      const term = c.raft(id).status().term;
+      const known = leaderOfTerm.get(term);
+      if (known !== undefined && known !== id) violations.push(`term ${term}: ${known}, ${id}`);
+      leaderOfTerm.set(term, id);
+    }
+  }
+  c.groups = null;
+  c.tickAll(40);
+  return { c, leaderOfTerm, violations };
+}
+
+describe('§5.1 terms', () => {
+  it('follower rejects append with stale term (§5.1)', () => {
+    const n2 = follower('n2', 3, entries({ from: 1, terms: [1] }));
+    drain(n2);
+    n2.step(append({ term: 2, prevLogIndex: 1, prevLogTerm: 1, entries: entries({ from: 2,
+      terms: [2] }) }));
+    const out = drain(n2);
+    expect(n2.status().lastIndex).toBe(1);
+    expect(out).toMatchObject([{ type: 'appendResponse', term: 3, success: false }]);
+  });
+
+  it('a server that sees a higher term adopts it and becomes follower (§5.1)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.raft('n1').step({ type: 'heartbeatResponse', from: 'n2', to: 'n1', term: 9,
+      readContext: 0 });
+    expect(c.raft('n1').status()).toMatchObject({ role: 'follower', term: 9, leader: null });
+  });
+});
+
+describe('§5.2 leader election', () => {
+  it('follower campaigns after a randomized election timeout in [T, 2T) (§5.2)', () => {
+    const seen = new Set<number>();
+    for (let seed = 1; seed <= 20; seed++) {
+      const c = new Cluster(THREE, undefined, seed);
+      const ticks = c.campaign('n2');
+      expect(ticks).toBeGreaterThanOrEqual(10);
+      expect(ticks).toBeLessThan(20);
+      seen.add(ticks);
+    }
+    expect(seen.size).toBeGreaterThan(1);
+  });
+
+  it('the election timeout replays from the seed (§5.2)', () => {
+    const a = new Cluster(THREE, undefined, 42).campaign('n3');
+    const b = new Cluster(THREE, undefined, 42).campaign('n3');
+    expect(a).toBe(b);
+  });
+
+  it('voter grants at most one vote per term, first come first served (§5.2)', () => {
+    const n3 = follower('n3', 1, [], THREE, (c) => ({ ...c, checkQuorum: false }));
+    const vote = (from: string): Message => ({ type: 'vote', from, to: 'n3', term: 2,
+      lastLogIndex: 0, lastLogTerm: 0, transfer: false });
+    n3.step(vote('n1'));
+    n3.step(vote('n2'));
+    n3.step(vote('n1'));
+    const answers = drain(n3).map((m) => (m.type === 'voteResponse' ? `${m.to}:${m.granted}` : ''));
+    expect(answers).toEqual(['n1:true', 'n2:false', 'n1:true']);
+  });
+
+  it('candidate with a majority of votes becomes leader (§5.2)', () => {
+    const c = new Cluster(THREE, (cfg) => ({ ...cfg, preVote: false }));
+    c.campaign('n1');
+    expect(c.raft('n1').status()).toMatchObject({ role: 'leader', term: 1 });
+    expect(c.raft('n2').status().leader).toBe('n1');
+  });
+
+  it('candidate returns to follower when it hears from a leader of its term (§5.2)', () => {
+    const n2 = follower('n2', 1, [], THREE, (c) => ({ ...c, preVote: false }));
+    for (let i = 0; i < 20 && n2.status().role === 'follower'; i++) n2.tick();
+    expect(n2.status()).toMatchObject({ role: 'candidate', term: 2 });
+    n2.step({ type: 'heartbeat', from: 'n3', to: 'n2', term: 2, commitIndex: 0, readContext: 0 });
+    expect(n2.status()).toMatchObject({ role: 'follower', term: 2, leader: 'n3' });
+  });
+
+  it('candidate that is denied by a majority returns to follower (§5.2)', () => {
+    const n2 = follower('n2', 1, [], THREE, (c) => ({ ...c, preVote: false }));
+    for (let i = 0; i < 20 && n2.status().role === 'follower'; i++) n2.tick();
+    for (const from of ['n1', 'n3']) {
+      n2.step({ type: 'voteResponse', from, to: 'n2', term: 2, granted: false });
+    }
+    expect(n2.status().role).toBe('follower');
+  });
+
+  it('election safety: at most one leader per term (§5.2)', () => {
+    const run = chaos('election safety');
+    expect(run.violations).toEqual([]);
+    expect(run.leaderOfTerm.size).toBeGreaterThan(0);
+  });
+});
+
+describe('§5.3 log replication', () => {
+  it('log matching: same index and term means identical prefixes (§5.3)', () => {
+    const { c } = chaos('log matching');
+    const logs = [...c.nodes.values()].map((n) => n.disk.entries);
+    for (const a of logs) {
+      for (const b of logs) {
+        for (let i = Math.min(a.length, b.length) - 1; i >= 0; i--) {
+          if (a[i]!.term !== b[i]!.term) continue;
+          expect(a.slice(0, i + 1).map((e) => `${e.index}/${e.term}/${text(e.data)}`))
+            .toEqual(b.slice(0, i + 1).map((e) => `${e.index}/${e.term}/${text(e.data)}`));
+          break;
+        }
+      }
+    }
+  });
+
+  it('state machine safety: replicas apply the same entry at each index (§5.4.3)', () => {
+    const { c } = chaos('state machine safety');
+    const applied = [...c.nodes.values()].map((n) => n.applied.map((e) => `${e.index}/${e.term}`));
+    const longest = applied.reduce((a, b) => (a.length >= b.length ? a : b));
+    for (const log of applied) expect(log).toEqual(longest.slice(0, log.length));
+    // After healing, everyone converges on the whole committed log (liveness).
+    expect(new Set(applied.map((l) => l.length)).size).toBe(1);
+  });
+
+  it('follower rejects append whose previous entry does not match (§5.3)', () => {
+    const n2 = follower('n2', 2, entries({ from: 1, terms: [1, 1] }));
+    drain(n2);
+    n2.step(append({ prevLogIndex: 2, prevLogTerm: 2, entries: entries({ from: 3, terms: [2] }) }));
+    expect(n2.status().lastIndex).toBe(2);
+    expect(drain(n2)).toMatchObject([{ type: 'appendResponse', success: false,
+      rejectedIndex: 2, hintIndex: 2, hintTerm: 1 }]);
+  });
+
+  it('follower deletes conflicting entries and appends the leader\'s (§5.3)', () => {
+    const n2 = follower('n2', 3, entries({ from: 1, terms: [1, 2, 2, 2] }));
+    drain(n2);
+    n2.step(append({ term: 3, prevLogIndex: 1, prevLogTerm: 1,
+      entries: entries({ from: 2, terms: [3] }), commitIndex: 2 }));
+    const rd = n2.ready();
+    expect(rd.entries.map((e) => `${e.index}/${e.term}`)).toEqual(['2/3']);
+    expect(rd.committedEntries.map((e) => e.index)).toEqual([1, 2]);
+    n2.advance(rd);
+    expect(n2.status()).toMatchObject({ lastIndex: 2, commitIndex: 2 });
+  });
+
+  it('fast backtracking skips a whole conflicting term per round trip (§5.3)', () => {
+    // n1 (leader, term 5) has 1/1 then 4/4..; n2 holds 1/1 then many entries of term 2.
+    const c = new Cluster(['n1', 'n2', 'n3'], (cfg) => cfg);
+    const n2log = entries({ from: 1, terms: [1, 2, 2, 2, 2, 2, 2, 2, 2, 2] });
+    const n1log = entries({ from: 1, terms: [1, 3, 3, 3] });
+    for (const [id, log] of [['n1', n1log], ['n2', n2log], ['n3', n1log]] as const) {
+      const node = c.node(id);
+      node.disk.entries = [...log];
+      node.disk.hardState = { term: 3, votedFor: null, commitIndex: 1 };
+      c.restart(id);
+    }
+    c.campaign('n1');
+    const rejects: Message[] = [];
+    c.onDeliver = (m) => { if (m.type === 'appendResponse' && !m.success) rejects.push(m); };
+    c.tickAll(3);
+    expect(rejects.length).toBeLessThanOrEqual(2);
+    const logOf = (id: string) => c.node(id).disk.entries.map((e) => `${e.index}/${e.term}`);
+    expect(logOf('n2')).toEqual(logOf('n1'));
+  });
+
+  it('leader pipelines appends with a bounded number in flight (§5.3)', () => {
+    const c = new Cluster(THREE, (cfg) => ({ ...cfg, maxInflightAppends: 3,
+      maxEntriesBytesPerAppend: 40 }));
+    c.campaign('n1');
+    c.tickAll(1);
+    for (let i = 0; i < 10; i++) c.raft('n1').propose(bytes(`v${i}`), 1);
+    c.processReady('n1');
+    const toN2 = c.queue.filter((m) => m.type === 'append' && m.to === 'n2') as AppendMessage[];
+    // 40 bytes per message hold one entry each; only 3 may be unacknowledged.
+    expect(toN2.map((m) => m.entries.length)).toEqual([1, 1, 1]);
+    c.deliverAll();
+    c.tickAll(2);
+    expect(appliedTexts(c, 'n2')).toHaveLength(10);
+  });
+
+  it('entries are batched per append up to the byte bound (§5.3)', () => {
+    const c = new Cluster(THREE, (cfg) => ({ ...cfg, maxEntriesBytesPerAppend: 4 * 40 }));
+    c.campaign('n1');
+    c.tickAll(1);
+    for (let i = 0; i < 10; i++) c.raft('n1').propose(bytes(`v${i}`), 1);
+    c.processReady('n1');
+    const toN2 = c.queue.filter((m) => m.type === 'append' && m.to === 'n2') as AppendMessage[];
+    expect(toN2.map((m) => m.entries.length)).toEqual([4, 4, 2]);
+  });
+
+  it('a crashed follower catches up when it comes back: appends are retried (§5.5)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.crash('n3');
+    for (let i = 0; i < 5; i++) c.raft('n1').propose(bytes(`w${i}`), i);
+    c.tickAll(2);
+    expect(appliedTexts(c, 'n1')).toHaveLength(5);
+    c.restart('n3');
+    c.tickAll(3);
+    expect(appliedTexts(c, 'n3')).toEqual(appliedTexts(c, 'n1'));
+  });
+});
+
+describe('§5.4 safety', () => {
+  it('leader completeness: voter denies a candidate with a less up-to-date log (§5.4.1)', () => {
+    const n3 = follower('n3', 2, entries({ from: 1, terms: [1, 2] }), THREE,
+      (c) => ({ ...c, checkQuorum: false }));
+    let term = 10;
+    const ask = (lastLogIndex: number, lastLogTerm: number): boolean => {
+      n3.step({ type: 'vote', from: 'n1', to: 'n3', term: term++,
+        lastLogIndex, lastLogTerm, transfer: false });
+      const answer = drain(n3).find((m) => m.type === 'voteResponse');
+      return answer !== undefined && answer.type === 'voteResponse' && answer.granted;
+    };
+    expect(ask(5, 1)).toBe(false); // longer log, older last term
+    expect(ask(1, 2)).toBe(false); // same last term, shorter log
+    expect(ask(2, 2)).toBe(true); // as up to date
+    expect(ask(1, 3)).toBe(true); // newer last term
+  });
+
+  it('commit only entries of the current term by counting replicas (§5.4.2)', () => {
+    // n1 restarts with 1/1, 2/2 (not committed) and wins term 3; its empty entry is 3/3.
+    const n1 = createRaft({ ...defaultConfig('n1', THREE, 3), preVote: false }, {
+      hardState: { term: 2, votedFor: null, commitIndex: 1 }, snapshot: null,
+      snapshotData: null, entries: entries({ from: 1, terms: [1, 2] }) });
+    for (let i = 0; i < 20 && n1.status().role === 'follower'; i++) n1.tick();
+    n1.step({ type: 'voteResponse', from: 'n2', to: 'n1', term: 3, granted: true });
+    expect(n1.status().role).toBe('leader');
+    drain(n1);
+    takeMark('commit-waits-for-current-term');
+    // n2 holds index 2 (term 2): a majority has it, yet it is not of term 3.
+    n1.step({ type: 'appendResponse', from: 'n2', to: 'n1', term: 3, success: true,
+      matchIndex: 2, rejectedIndex: 0, hintIndex: 0, hintTerm: 0 });
+    expect(n1.status().commitIndex).toBe(1);
+    expect(takeMark('commit-waits-for-current-term')).toBeGreaterThan(0);
+    n1.step({ type: 'appendResponse', from: 'n2', to: 'n1', term: 3, success: true,
+      matchIndex: 3, rejectedIndex: 0, hintIndex: 0, hintTerm: 0 });
+    expect(n1.status().commitIndex).toBe(3);
+  });
+
+  it('a new leader appends an empty entry of its term at once (§5.4.2, §8)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n2');
+    const first = c.node('n2').disk.entries[0];
+    expect(first).toMatchObject({ index: 1, term: 1, type: 'empty' });
+  });
+
+  it('leader stamps never decrease, also across leader changes (§5.4, entry time)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.raft('n1').propose(bytes('a'), 1000);
+    c.raft('n1').propose(bytes('b'), 500); // a clock step back must not lower the stamp
+    c.deliverAll();
+    c.tickAll(1);
+    c.crash('n1');
+    c.tick('n3', 10); // n3's lease on n1 runs out
+    c.campaign('n2');
+    expect(c.leaders()).toEqual(['n2']);
+    c.raft('n2').propose(bytes('c'), 10); // the new leader's clock is behind
+    c.tickAll(2);
+    const stamps = c.node('n2').applied.map((e) => e.timeMs);
+    expect(stamps).toEqual([0, 1000, 1000, 1000, 1000]);
+  });
+});
+
+describe('§6.4 / §8 client interaction', () => {
+  it('client read waits for a heartbeat round (§6.4 / §8)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.tickAll(1);
+    c.raft('n1').readIndex(7);
+    c.processAll();
+    expect(c.node('n1').readStates).toEqual([]);
+    const heartbeats = c.queue.filter((m) => m.type === 'heartbeat');
+    expect(heartbeats).toHaveLength(2);
+    c.deliverAll();
+    expect(c.node('n1').readStates).toEqual([{ requestId: 7, readIndex: 1 }]);
+  });
+
+  it('reads pending at one moment share one heartbeat round (§6.4)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.tickAll(1);
+    for (const id of [1, 2, 3]) c.raft('n1').readIndex(id);
+    c.processAll();
+    expect(c.queue.filter((m) => m.type === 'heartbeat')).toHaveLength(2);
+    c.deliverAll();
+    expect(c.node('n1').readStates.map((r) => r.requestId)).toEqual([1, 2, 3]);
+  });
+
+  it('a read on a leader with a minority of live peers is never answered (§6.4)', () => {
+    const c = new Cluster(THREE, (cfg) => ({ ...cfg, checkQuorum: false }));
+    c.campaign('n1');
+    c.tickAll(1);
+    c.groups = [['n1'], ['n2', 'n3']];
+    c.raft('n1').readIndex(9);
+    c.deliverAll();
+    expect(c.node('n1').readStates).toEqual([]);
+    // It fails (readIndex -1) once its deadline passes, so the driver answers 503.
+    c.tickAll(25);
+    expect(c.node('n1').readStates).toEqual([{ requestId: 9, readIndex: -1 }]);
+  });
+
+  it('a new leader serves reads only after committing an entry of its term (§6.4)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    takeMark('read-waits-for-term-commit');
+    c.raft('n1').readIndex(1);
+    expect(takeMark('read-waits-for-term-commit')).toBe(0);
+    c.tickAll(1);
+    c.crash('n1');
+    c.tick('n3', 10); // n3's lease on n1 runs out
+    c.tick('n2', 25);
+    c.processAll();
+    expect(c.raft('n2').status().role).toBe('pre-candidate');
+    c.deliverOnce(); // pre-votes
+    c.processAll();
+    c.deliverOnce(); // answers
+    c.processAll();
+    c.deliverOnce(); // votes
+    c.processAll();
+    c.deliverOnce(); // answers: n2 leads, its empty entry is not committed yet
+    expect(c.raft('n2').status().role).toBe('leader');
+    c.raft('n2').readIndex(2);
+    expect(takeMark('read-waits-for-term-commit')).toBe(1);
+    c.deliverAll();
+    expect(c.node('n2').readStates).toEqual([{ requestId: 2, readIndex: 2 }]);
+  });
+
+  it('a follower asks the leader for the read index (§6.4)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.raft('n1').propose(bytes('x'), 1);
+    c.tickAll(1);
+    c.raft('n3').readIndex(5);
+    c.deliverAll();
+    expect(c.node('n3').readStates).toEqual([{ requestId: 5, readIndex: 2 }]);
+  });
+
+  it('a read fails with readIndex -1 when there is no leader (§6.4)', () => {
+    const c = new Cluster(THREE);
+    c.raft('n2').readIndex(4);
+    c.processAll();
+    expect(c.node('n2').readStates).toEqual([{ requestId: 4, readIndex: -1 }]);
+  });
+
+  it('a pending read fails when leadership is lost (§6.4)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.tickAll(1);
+    c.raft('n1').readIndex(3);
+    c.processAll();
+    c.queue = [];
+    c.raft('n1').step({ type: 'heartbeatResponse', from: 'n2', to: 'n1', term: 5, readContext: 0 });
+    c.processAll();
+    expect(c.node('n1').readStates).toEqual([{ requestId: 3, readIndex: -1 }]);
+  });
+
+  it('followers forward proposals to the leader (§8)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    expect(c.raft('n2').propose(bytes('fwd'), 3)).toEqual({ kind: 'forwarded' });
+    c.deliverAll();
+    c.tickAll(1);
+    expect(appliedTexts(c, 'n3')).toEqual(['fwd']);
+  });
+
+  it('a proposal with no known leader is dropped (§8)', () => {
+    const c = new Cluster(THREE);
+    expect(c.raft('n2').propose(bytes('x'), 3)).toEqual({ kind: 'dropped', reason: 'no-leader' });
+  });
+});
