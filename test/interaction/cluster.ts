@@ -53,6 +53,8 @@ export class Cluster {
   private readonly appliedTerms = new Map<number, number>();
   /** Called for every message delivered (transcripts, counters). */
   onDeliver: ((m: Message) => void) | null = null;
+  /** Drops a message in flight when it returns true (fault injection in tests). */
+  dropIf: ((m: Message) => boolean) | null = null;
   stepCount = 0;
 
   constructor(ids: readonly string[], configure?: (c: RaftConfig) => RaftConfig, seed = 1) {
@@ -113,7 +115,7 @@ export class Cluster {
     this.queue = [];
     const delivered: Message[] = [];
     for (const m of batch) {
-      if (!this.canReach(m.from, m.to)) continue;
+      if (!this.canReach(m.from, m.to) || this.dropIf?.(m) === true) continue;
       delivered.push(m);
       this.onDeliver?.(m);
       this.stepCount++;

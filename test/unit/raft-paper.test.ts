@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { takeMark } from '../../host/core/marks.js';
+import { RaftLog } from '../../host/core/raft/log.js';
 import { createRaft, type RaftConfig } from '../../host/core/raft/raft.js';
 import type { AppendMessage, Message } from '../../host/core/raft/messages.js';
 import type { Entry } from '../../host/core/raft/types.js';
@@ -436,5 +437,178 @@ describe('§6.4 / §8 client interaction', () => {
   it('a proposal with no known leader is dropped (§8)', () => {
     const c = new Cluster(THREE);
     expect(c.raft('n2').propose(bytes('x'), 3)).toEqual({ kind: 'dropped', reason: 'no-leader' });
+  });
+});
+
+describe('§7 log compaction', () => {
+  function lagging() {
+    const c = new Cluster(THREE, (cfg) => ({ ...cfg, maxSnapshotChunkBytes: 4 }));
+    c.campaign('n1');
+    c.crash('n3');
+    for (let i = 0; i < 6; i++) c.raft('n1').propose(bytes(`s${i}`), i);
+    c.tickAll(2);
+    const n1 = c.node('n1');
+    const last = n1.applied[n1.applied.length - 1]!;
+    const data = bytes('machine-state-at-7');
+    c.raft('n1').compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+      voters: THREE }, data);
+    c.raft('n1').propose(bytes('after'), 10);
+    c.tickAll(1);
+    return { c, data, snapshotIndex: last.index };
+  }
+
+  it('snapshot installs on a lagging follower (§7)', () => {
+    const { c, data, snapshotIndex } = lagging();
+    const chunks: Message[] = [];
+    c.onDeliver = (m) => { if (m.type === 'snapshotChunk') chunks.push(m); };
+    c.restart('n3');
+    let installed: Uint8Array | null = null;
+    for (let i = 0; i < 10 && installed === null; i++) {
+      c.tick('n1');
+      for (let r = 0; r < 20; r++) {
+        const rd = c.processReady('n3');
+        if (rd?.snapshot) installed = rd.snapshot.data;
+        c.processAll();
+        if (c.queue.length === 0) break;
+        c.deliverOnce();
+      }
+    }
+    expect(installed).toEqual(data);
+    expect(chunks.length).toBe(Math.ceil(data.length / 4));
+    c.tickAll(2);
+    expect(c.node('n3').disk.snapshot?.meta.index).toBe(snapshotIndex);
+    expect(c.node('n3').disk.entries.map((e) => e.index)).toEqual([snapshotIndex + 1]);
+    expect(appliedTexts(c, 'n3')).toEqual(['after']);
+  });
+
+  it('snapshot chunks lost in flight are resent (§7)', () => {
+    const { c, data } = lagging();
+    c.restart('n3');
+    let dropped = 0;
+    takeMark('snapshot-resent');
+    // Drop every third chunk, three times in all.
+    c.dropIf = (m) => m.type === 'snapshotChunk' && dropped < 3 && (m.offset / 4) % 3 === 1 &&
+      ++dropped > 0;
+    c.tickAll(40);
+    expect(dropped).toBe(3);
+    expect(takeMark('snapshot-resent')).toBeGreaterThan(0);
+    expect(c.node('n3').disk.snapshot?.data).toEqual(data);
+    expect(appliedTexts(c, 'n3')).toEqual(['after']);
+  });
+});
+
+describe('thesis: pre-vote, check-quorum, leader lease, transfer', () => {
+  it('pre-vote: a partitioned node does not raise its term (§9.6 thesis)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.groups = [['n1', 'n2'], ['n3']];
+    c.tickAll(100);
+    expect(c.raft('n3').status()).toMatchObject({ term: 1, role: 'pre-candidate' });
+    c.groups = null;
+    c.tickAll(3);
+    // Rejoining did not disturb the leader: same leader, same term.
+    expect(c.leaders()).toEqual(['n1']);
+    expect(c.raft('n1').status().term).toBe(1);
+    expect(c.raft('n3').status()).toMatchObject({ role: 'follower', leader: 'n1' });
+  });
+
+  it('without pre-vote a rejoining node disrupts the leader (contrast to §9.6 thesis)', () => {
+    const c = new Cluster(THREE, (cfg) => ({ ...cfg, preVote: false, checkQuorum: false }));
+    c.campaign('n1');
+    c.groups = [['n1', 'n2'], ['n3']];
+    c.tickAll(100);
+    expect(c.raft('n3').status().term).toBeGreaterThan(1);
+    c.groups = null;
+    c.tickAll(25);
+    expect(c.raft('n1').status().term).toBeGreaterThan(1);
+  });
+
+  it('check-quorum: a leader that hears from no majority steps down (§6.2 thesis)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.groups = [['n1'], ['n2', 'n3']];
+    takeMark('check-quorum-step-down');
+    for (let i = 0; i < 25; i++) {
+      c.tick('n1');
+      c.deliverAll();
+    }
+    expect(c.raft('n1').status()).toMatchObject({ role: 'follower', leader: null, term: 1 });
+    expect(takeMark('check-quorum-step-down')).toBe(1);
+  });
+
+  it('leader lease: followers with a live leader ignore votes (§4.2.3 thesis)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    takeMark('lease-ignores-vote');
+    c.raft('n2').step({ type: 'vote', from: 'n3', to: 'n2', term: 5, lastLogIndex: 9,
+      lastLogTerm: 1, transfer: false });
+    c.raft('n2').step({ type: 'preVote', from: 'n3', to: 'n2', term: 5, lastLogIndex: 9,
+      lastLogTerm: 1 });
+    expect(takeMark('lease-ignores-vote')).toBe(2);
+    expect(c.raft('n2').status()).toMatchObject({ term: 1, leader: 'n1' });
+    c.processAll();
+    expect(c.queue.filter((m) => m.type === 'voteResponse' || m.type === 'preVoteResponse'))
+      .toEqual([]);
+  });
+
+  it('leadership transfer: the target catches up, then wins at once (§3.10 thesis)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.crash('n3');
+    for (let i = 0; i < 3; i++) c.raft('n1').propose(bytes(`t${i}`), i);
+    c.tickAll(1);
+    c.restart('n3');
+    takeMark('timeout-now-campaign');
+    c.raft('n1').transferLeadership('n3');
+    expect(c.raft('n1').propose(bytes('during'), 9)).toEqual({ kind: 'dropped',
+      reason: 'transferring' });
+    for (let i = 0; i < 5 && c.leaders()[0] !== 'n3'; i++) c.tickAll(1);
+    expect(takeMark('timeout-now-campaign')).toBe(1);
+    expect(c.leaders()).toEqual(['n3']);
+    expect(c.raft('n3').status().term).toBe(2);
+    c.raft('n3').propose(bytes('after'), 10);
+    c.tickAll(1);
+    expect(appliedTexts(c, 'n1')).toEqual(['t0', 't1', 't2', 'after']);
+  });
+
+  it('leadership transfer is abandoned after an election timeout (§3.10 thesis)', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.crash('n3');
+    takeMark('transfer-aborted');
+    c.raft('n1').transferLeadership('n3');
+    for (let i = 0; i < 12; i++) {
+      c.tick('n1');
+      c.tick('n2');
+      c.deliverAll();
+    }
+    expect(takeMark('transfer-aborted')).toBe(1);
+    expect(c.raft('n1').propose(bytes('x'), 1)).toMatchObject({ kind: 'proposed' });
+  });
+});
+
+describe('invariants', () => {
+  it('a restored state with commitIndex past its log is refused', () => {
+    expect(() => createRaft(defaultConfig('n1', THREE, 1), {
+      hardState: { term: 1, votedFor: null, commitIndex: 5 }, snapshot: null,
+      snapshotData: null, entries: entries({ from: 1, terms: [1] }) })).toThrow(/commitIndex/);
+  });
+
+  it('an append that would overwrite a committed entry is an invariant violation', () => {
+    const log = new RaftLog({ index: 0, term: 0, timeMs: 0, voters: THREE },
+      entries({ from: 1, terms: [1, 2] }), 2);
+    expect(log.maybeAppend(2, 2, entries({ from: 3, terms: [3] }))).toBe(3);
+    expect(() => log.maybeAppend(1, 1, entries({ from: 2, terms: [3] }))).toThrow(/committed/);
+    expect(() => log.commitTo(1)).not.toThrow();
+    expect(log.commitIndex).toBe(2); // never decreases
+    expect(() => log.appliedTo(3)).toThrow(/applied/);
+  });
+
+  it('ready() twice without advance() is a driver bug', () => {
+    const c = new Cluster(['n1']);
+    c.tick('n1');
+    const raft = c.raft('n1');
+    raft.ready();
+    expect(() => raft.ready()).toThrow(/advance/);
   });
 });
