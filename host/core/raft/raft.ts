@@ -643,7 +643,9 @@ class Raft implements RaftCore {
   }
 
   private handleAppendSuccess(from: string, pr: Progress, matchIndex: number): void {
-    if (!pr.maybeUpdate(matchIndex)) return;
+    // A probe answered at the known match index (after a snapshot, say) also ends probing.
+    const probeAnswered = pr.state === 'probe' && matchIndex === pr.matchIndex;
+    if (!pr.maybeUpdate(matchIndex) && !probeAnswered) return;
     if (pr.state === 'probe') pr.becomeReplicate();
     else if (pr.state === 'snapshot' && pr.matchIndex >= pr.transfer!.meta.index) {
       pr.becomeProbe();
