@@ -1,0 +1,312 @@
+/**
+ * The Storage seam on real files (node:fs): the WAL of wal.ts, the hard state of
+ * hard-state-file.ts and the snapshots of snapshot-files.ts under one data directory:
+ *   <dir>/hardstate   <dir>/wal/<first index>.wal   <dir>/snap/<index>.snap
+ *
+ * One lock serializes every durable step (sync, saveSnapshot, close), so a sync never races
+ * a snapshot's log cleanup. `append` and `setHardState` only buffer and may run at any time.
+ * Within a sync the hard state goes first, then the log: a crash between them leaves a term
+ * at least as new as every logged entry (§5.1), and the log is never ahead of its term.
+ *
+ * Must never: retry a failed write or fsync (the page cache is then in an unknown state), or
+ * keep serving after one; every call after a failure is refused.
+ */
+import { mkdir } from 'node:fs/promises';
+import { statfsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+import { EMPTY_HARD_STATE } from '../core/raft/types.js';
+import type { Entry, HardState, Snapshot, SnapshotMeta } from '../core/raft/types.js';
+import {
+  encodeHardState,
+  readHardStateFile,
+  removeHardStateTemp,
+  writeHardStateFile,
+} from './hard-state-file.js';
+import { assertSafeU64 } from './record.js';
+import {
+  listSnapshotIndexes,
+  loadSnapshotFile,
+  pruneSnapshots,
+  setAsideSnapshot,
+  snapshotFileName,
+  writeSnapshotFile,
+  type SnapshotDecode,
+} from './snapshot-files.js';
+import { StorageCorruptionError, type RecoveredState, type Storage } from './storage.js';
+import {
+  fsyncDirectory,
+  SEGMENT_BYTES_DEFAULT,
+  Wal,
+  type FsyncObserver,
+  type WalRecovery,
+} from './wal.js';
+
+/** Default free-space floor (64 MiB): below it the node refuses writes. */
+export const MIN_FREE_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** Free space is read from the file system at most this often (statfs is a syscall). */
+export const SPACE_CHECK_INTERVAL_MS = 500;
+
+export interface FileStorageOptions {
+  /** Roll size of a WAL segment in bytes: 4 KiB .. 1 GiB, default 64 MiB. */
+  readonly segmentBytesMax?: number;
+  /** isLowOnSpace() is true while free bytes on the data directory are below this. */
+  readonly minFreeBytes?: number;
+  /** Called with the duration in seconds of every fsync, for a latency histogram. */
+  readonly onFsyncSeconds?: FsyncObserver;
+}
+
+/** The snapshot recovery starts from, and the damaged newer one it fell back from, if any. */
+interface SnapshotChoice {
+  readonly snapshot: Snapshot | null;
+  readonly fallback: Fallback | null;
+}
+
+type Phase = 'new' | 'recovering' | 'open' | 'closed';
+
+/** The newest snapshot failed to verify and recovery fell back to the one before it. */
+interface Fallback {
+  readonly index: number;
+  readonly path: string;
+  readonly decode: Extract<SnapshotDecode, { kind: 'bad' }>;
+}
+
+export class FileStorage implements Storage {
+  private readonly wal: Wal;
+  private readonly walDir: string;
+  private readonly snapDir: string;
+  private readonly minFreeBytes: number;
+  private readonly observe: FsyncObserver | undefined;
+  private phase: Phase = 'new';
+  /** The first I/O failure; once set, every call is refused. */
+  private failure: unknown = null;
+  /** Settles when every durable step started so far has finished. */
+  private lock: Promise<void> = Promise.resolve();
+  /** A sync that waits for the lock; later callers join it (group commit). */
+  private queuedSync: Promise<void> | null = null;
+  private latestHardState: HardState = EMPTY_HARD_STATE;
+  private durableHardState: HardState = EMPTY_HARD_STATE;
+  private snapshotIndex = 0;
+  private lowOnSpace = false;
+  private spaceCheckedAtMs = Number.NEGATIVE_INFINITY;
+
+  /**
+   * `dir` need not exist; `recover()` creates it. Throws on options out of range.
+   */
+  constructor(private readonly dir: string, options: FileStorageOptions = {}) {
+    this.walDir = join(dir, 'wal');
+    this.snapDir = join(dir, 'snap');
+    this.observe = options.onFsyncSeconds;
+    this.minFreeBytes = options.minFreeBytes ?? MIN_FREE_BYTES_DEFAULT;
+    assertSafeU64(this.minFreeBytes, 'minFreeBytes');
+    this.wal = new Wal(this.walDir, options.segmentBytesMax ?? SEGMENT_BYTES_DEFAULT, this.observe);
+  }
+
+  /**
+   * Loads the newest valid snapshot, the hard state and the log after the snapshot; cuts a
+   * torn tail. Rejects with StorageCorruptionError on any other damage. Call once.
+   * `commitIndex` is clamped into [snapshot index, last index]: Raft keeps it volatile
+   * (Figure 2), and only a durable log entry may be claimed as committed here.
+   */
+  async recover(): Promise<RecoveredState> {
+    if (this.phase !== 'new') throw new Error(`assertion failed: recover() when ${this.phase}`);
+    this.phase = 'recovering';
+    try {
+      await this.createDirectories();
+      await removeHardStateTemp(this.dir);
+      const stored = (await readHardStateFile(this.dir)) ?? EMPTY_HARD_STATE;
+      const { snapshot, fallback } = await this.chooseSnapshot();
+      const log = await this.recoverLog(snapshot, fallback);
+      const snapshotIndex = snapshot?.meta.index ?? 0;
+      const commitIndex = Math.max(snapshotIndex, Math.min(stored.commitIndex, log.lastIndex));
+      const hardState: HardState = { ...stored, commitIndex };
+      this.durableHardState = stored;
+      this.latestHardState = hardState;
+      this.snapshotIndex = snapshotIndex;
+      this.phase = 'open';
+      this.refreshSpace(performance.now());
+      return { hardState, snapshot, entries: log.entries };
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
+  }
+
+  private async createDirectories(): Promise<void> {
+    await mkdir(this.walDir, { recursive: true });
+    await mkdir(this.snapDir, { recursive: true });
+    await fsyncDirectory(this.dir, this.observe);
+    await fsyncDirectory(dirname(this.dir), this.observe);
+  }
+
+  private async chooseSnapshot(): Promise<SnapshotChoice> {
+    const [newest, previous] = await listSnapshotIndexes(this.snapDir);
+    if (newest === undefined) return { snapshot: null, fallback: null };
+    const decoded = await loadSnapshotFile(this.snapDir, newest);
+    if (decoded.kind === 'ok') return { snapshot: decoded.snapshot, fallback: null };
+    const path = join(this.snapDir, snapshotFileName(newest));
+    if (previous === undefined) {
+      throw new StorageCorruptionError(path, decoded.offset,
+        `${decoded.reason}; no older snapshot to fall back to, refusing to start`);
+    }
+    const older = await loadSnapshotFile(this.snapDir, previous);
+    if (older.kind === 'bad') {
+      throw new StorageCorruptionError(path, decoded.offset, `${decoded.reason}; the previous ` +
+        `snapshot ${snapshotFileName(previous)} is damaged too (${older.reason})`);
+    }
+    return { snapshot: older.snapshot, fallback: { index: newest, path, decode: decoded } };
+  }
+
+  /**
+   * Reads the log after the chosen snapshot. After a fallback, the log must still hold every
+   * index from the older snapshot up to the damaged one's, or committed state would be lost.
+   */
+  private async recoverLog(snapshot: Snapshot | null, fallback: Fallback | null):
+    Promise<WalRecovery> {
+    const snapshotIndex = snapshot?.meta.index ?? 0;
+    if (fallback === null) return this.wal.recover(snapshotIndex);
+    const refuse = (detail: string): StorageCorruptionError =>
+      new StorageCorruptionError(fallback.path, fallback.decode.offset,
+        `${fallback.decode.reason}; cannot fall back to snapshot ${snapshotIndex}: ${detail}`);
+    let log: WalRecovery;
+    try {
+      log = await this.wal.recover(snapshotIndex);
+    } catch (error) {
+      if (error instanceof StorageCorruptionError) throw refuse(`log damaged: ${error.message}`);
+      throw error;
+    }
+    const first = log.firstRecordIndex;
+    if (first === null || first > snapshotIndex + 1 || log.lastIndex < fallback.index) {
+      throw refuse(`the log does not cover indexes ${snapshotIndex + 1}..${fallback.index}`);
+    }
+    await setAsideSnapshot(this.snapDir, fallback.index, this.observe);
+    return log;
+  }
+
+  /** Buffers entries (storage.ts overwrite rule). Throws on a hole or a refused storage. */
+  append(entries: readonly Entry[]): void {
+    this.assertUsable();
+    this.wal.append(entries);
+  }
+
+  /** Buffers a hard state. Throws on values out of range or a refused storage. */
+  setHardState(hardState: HardState): void {
+    this.assertUsable();
+    encodeHardState(hardState);
+    this.latestHardState = hardState;
+  }
+
+  /**
+   * Makes everything buffered durable: the hard state if its term or vote changed (a
+   * commitIndex-only change waits), then one write and one fdatasync per touched segment.
+   * Callers arriving while a sync runs share the next one. Rejects with the OS error on a
+   * failed write or fsync; the storage then refuses every further call.
+   */
+  sync(): Promise<void> {
+    try {
+      this.assertUsable();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.queuedSync !== null) return this.queuedSync;
+    const run = this.exclusive(() => {
+      this.queuedSync = null;
+      return this.flushAll(false);
+    });
+    this.queuedSync = run;
+    return run;
+  }
+
+  private async flushAll(includeCommitIndex: boolean): Promise<void> {
+    this.assertUsable();
+    const hardState = this.latestHardState;
+    const durable = this.durableHardState;
+    const voteChanged = hardState.term !== durable.term || hardState.votedFor !== durable.votedFor;
+    try {
+      if (voteChanged || (includeCommitIndex && hardState.commitIndex !== durable.commitIndex)) {
+        await writeHardStateFile(this.dir, hardState, this.observe);
+        this.durableHardState = hardState;
+      }
+      await this.wal.flush();
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
+  }
+
+  /**
+   * Flushes what is buffered, writes the snapshot durably, keeps the newest two, then drops
+   * WAL segments whose entries are all <= meta.index. `meta.index` may pass the log's end
+   * (a snapshot from the leader): the log then restarts after it.
+   */
+  saveSnapshot(meta: SnapshotMeta, data: Uint8Array): Promise<void> {
+    try {
+      this.assertUsable();
+      assertSafeU64(meta.index, 'snapshot index');
+      if (meta.index < 1 || meta.index < this.snapshotIndex) {
+        throw new Error(`assertion failed: snapshot ${meta.index} is older than ` +
+          `${this.snapshotIndex}`);
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.exclusive(async () => {
+      await this.flushAll(true);
+      try {
+        await writeSnapshotFile(this.snapDir, meta, data, this.observe);
+        await this.pruneAndDiscard(meta.index);
+      } catch (error) {
+        this.failure = error;
+        throw error;
+      }
+    });
+  }
+
+  private async pruneAndDiscard(snapshotIndex: number): Promise<void> {
+    await pruneSnapshots(this.snapDir, this.observe);
+    await this.wal.discardThrough(snapshotIndex);
+    this.snapshotIndex = snapshotIndex;
+  }
+
+  /**
+   * True while free bytes on the data directory's file system are below minFreeBytes. Reads
+   * the file system at most every SPACE_CHECK_INTERVAL_MS; calls in between are free.
+   */
+  isLowOnSpace(): boolean {
+    this.assertUsable();
+    const nowMs = performance.now();
+    if (nowMs - this.spaceCheckedAtMs >= SPACE_CHECK_INTERVAL_MS) this.refreshSpace(nowMs);
+    return this.lowOnSpace;
+  }
+
+  private refreshSpace(nowMs: number): void {
+    const stats = statfsSync(this.dir);
+    this.lowOnSpace = stats.bavail * stats.bsize < this.minFreeBytes;
+    this.spaceCheckedAtMs = nowMs;
+  }
+
+  /** Waits for a running durable step, then closes files. Buffered data is not written. */
+  async close(): Promise<void> {
+    if (this.phase === 'closed') return;
+    await this.lock;
+    this.phase = 'closed';
+    await this.wal.close();
+  }
+
+  private exclusive<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.lock.then(step);
+    this.lock = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  private assertUsable(): void {
+    if (this.failure !== null) {
+      throw new Error('storage refused: an earlier storage operation failed', {
+        cause: this.failure,
+      });
+    }
+    if (this.phase !== 'open') throw new Error(`storage refused: it is ${this.phase}`);
+  }
+}
+

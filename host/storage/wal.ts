@@ -1,0 +1,498 @@
+/**
+ * The write-ahead log on disk: segment files in `<dir>/wal/`, each named by the index of its
+ * first record and rolled at a bounded size, holding the framed records of record.ts.
+ *
+ * `append` only encodes into memory; `flush` (called by FileStorage.sync under its lock)
+ * writes each touched segment once and fdatasyncs it once. An overwrite of a suffix is made
+ * durable before any new record is written: later segments are unlinked newest first (so a
+ * crash leaves a prefix of the old log), then the segment holding the conflict point is cut
+ * and fsynced. Segments are written in index order, and a new segment's directory entry is
+ * fsynced before the next one is touched, so a crash never leaves a hole between segments.
+ *
+ * Must never: write outside `<dir>/wal/`, retry a failed write or fsync, or drop a record
+ * that recovery cannot prove was torn at the very end of the newest segment.
+ */
+import { open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+import type { Entry } from '../core/raft/types.js';
+import { StorageCorruptionError } from './storage.js';
+import {
+  anyValidRecordFrom,
+  decodeRecordAt,
+  decodeSegmentHeader,
+  encodeRecord,
+  encodeSegmentHeader,
+  RECORD_BYTES_MAX,
+  SEGMENT_HEADER_BYTES,
+} from './record.js';
+
+/** Default roll size of a segment (64 MiB). */
+export const SEGMENT_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** Smallest configurable roll size (4 KiB); tests use it to force many rolls. */
+export const SEGMENT_BYTES_MIN = 4 * 1024;
+/** Largest configurable roll size (1 GiB); one segment is read whole at recovery. */
+export const SEGMENT_BYTES_MAX = 1024 * 1024 * 1024;
+/** Bytes `append` may buffer before a `sync` (256 MiB); beyond it is a driver bug. */
+export const PENDING_BYTES_MAX = 256 * 1024 * 1024;
+/** Segment files one log may hold; beyond it snapshots are not keeping up. */
+export const SEGMENT_COUNT_MAX = 100_000;
+
+const SEGMENT_NAME = /^(\d{20})\.wal$/;
+const INDEX_DIGITS = 20;
+
+// A batch bigger than a single record must fit in the buffer, or no entry could ever be written.
+if (PENDING_BYTES_MAX < 2 * (RECORD_BYTES_MAX + SEGMENT_HEADER_BYTES)) {
+  throw new Error('assertion failed: PENDING_BYTES_MAX must hold two largest records');
+}
+
+/** Called with the seconds each fsync took (for a latency histogram). */
+export type FsyncObserver = (seconds: number) => void;
+
+/** fdatasync with timing: the data and the size, not the mtime. */
+export async function datasyncTimed(handle: FileHandle, observe?: FsyncObserver): Promise<void> {
+  const startMs = performance.now();
+  await handle.datasync();
+  observe?.((performance.now() - startMs) / 1000);
+}
+
+/** Makes a directory's entries (creates, renames, unlinks) durable. */
+export async function fsyncDirectory(path: string, observe?: FsyncObserver): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    const startMs = performance.now();
+    await handle.sync();
+    observe?.((performance.now() - startMs) / 1000);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Writes every byte at `position`, looping over short writes; each pass must make progress. */
+export async function writeFully(
+  handle: FileHandle,
+  bytes: Uint8Array,
+  position: number,
+): Promise<void> {
+  let done = 0;
+  while (done < bytes.byteLength) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.byteLength - done,
+      position + done);
+    if (bytesWritten <= 0) throw new Error(`write made no progress at byte ${position + done}`);
+    done += bytesWritten;
+  }
+}
+
+export function segmentFileName(firstIndex: number): string {
+  return `${String(firstIndex).padStart(INDEX_DIGITS, '0')}.wal`;
+}
+
+interface Segment {
+  readonly firstIndex: number;
+  readonly path: string;
+  /** `offsets[i]` is the byte offset of the record with index `firstIndex + i`. */
+  readonly offsets: number[];
+  /** Bytes the file holds once every started write has completed. */
+  fileBytes: number;
+  /** Where buffered bytes start; below `fileBytes` means the file is cut here first. */
+  pendingStart: number;
+  /** Buffered frames, one per record (the header is one too), in file order. */
+  pendingChunks: Buffer[];
+  pendingBytes: number;
+  /** The file exists, or a flush that creates it has been planned. */
+  onDisk: boolean;
+  handle: FileHandle | null;
+}
+
+/** One segment's share of a flush, captured synchronously when the flush starts. */
+interface SegmentWrite {
+  readonly segment: Segment;
+  readonly truncateToBytes: number | null;
+  readonly position: number;
+  readonly bytes: Buffer | null;
+  readonly create: boolean;
+}
+
+/** What the scan of the log found, after cutting a torn tail. */
+export interface WalRecovery {
+  /** Entries with index > the snapshot index, in order, contiguous. */
+  readonly entries: Entry[];
+  /** The index of the first record still on disk, or null when the log holds none. */
+  readonly firstRecordIndex: number | null;
+  /** The last index of the log (the snapshot index when no record is after it). */
+  readonly lastIndex: number;
+}
+
+type SegmentScan =
+  | {
+      readonly kind: 'ok';
+      readonly entries: Entry[];
+      readonly offsets: number[];
+      readonly validBytes: number;
+      readonly lastTerm: number;
+    }
+  | { readonly kind: 'torn-header' }
+  | { readonly kind: 'corrupt'; readonly offset: number; readonly reason: string };
+
+function corruptAt(offset: number, reason: string): SegmentScan {
+  return { kind: 'corrupt', offset, reason };
+}
+
+/**
+ * Pure classification of one segment's bytes (recovery rules of storage.ts): damage in the
+ * newest segment with no verifying record after it is a torn tail; anything else is corrupt.
+ * `keepAfter`: entries at or below it are checked but not returned.
+ */
+export function scanSegmentBytes(
+  bytes: Uint8Array,
+  nameIndex: number,
+  isNewest: boolean,
+  previousTerm: number,
+  keepAfter: number,
+): SegmentScan {
+  const header = decodeSegmentHeader(bytes);
+  if (header.kind === 'bad') {
+    if (isNewest && !anyValidRecordFrom(bytes, 0)) return { kind: 'torn-header' };
+    return corruptAt(0, header.reason);
+  }
+  if (header.firstIndex !== nameIndex) {
+    return corruptAt(0, `header first index ${header.firstIndex} does not match the file name`);
+  }
+  const entries: Entry[] = [];
+  const offsets: number[] = [];
+  let offset = SEGMENT_HEADER_BYTES;
+  let lastTerm = previousTerm;
+  while (offset < bytes.byteLength) {
+    const decoded = decodeRecordAt(bytes, offset);
+    if (decoded.kind !== 'ok') {
+      if (isNewest && !anyValidRecordFrom(bytes, offset + 1)) {
+        return { kind: 'ok', entries, offsets, validBytes: offset, lastTerm };
+      }
+      const where = isNewest ? 'a valid record follows it' : 'not in the newest segment';
+      return corruptAt(offset, `${decoded.reason}; ${where}`);
+    }
+    const expectedIndex = nameIndex + offsets.length;
+    const { entry } = decoded;
+    if (entry.index !== expectedIndex) {
+      return corruptAt(offset, `record index ${entry.index} where ${expectedIndex} was expected`);
+    }
+    if (entry.term < lastTerm) {
+      return corruptAt(offset, `record term ${entry.term} is below the previous ${lastTerm}`);
+    }
+    lastTerm = entry.term;
+    offsets.push(offset);
+    if (entry.index > keepAfter) entries.push(entry);
+    offset += decoded.frameBytes;
+  }
+  return { kind: 'ok', entries, offsets, validBytes: offset, lastTerm };
+}
+
+function assertion(condition: boolean, message: string): asserts condition {
+  if (!condition) throw new Error(`assertion failed: ${message}`);
+}
+
+export class Wal {
+  /** In index order; each starts at the previous one's last index + 1. */
+  private segments: Segment[] = [];
+  /** Segments cut away by an overwrite whose files the next flush unlinks. */
+  private unlinkQueue: Segment[] = [];
+  private lastIndexValue = 0;
+  /** The snapshot index: records at or below it are never overwritten. */
+  private floorIndex = 0;
+  private totalPendingBytes = 0;
+
+  constructor(
+    private readonly walDir: string,
+    private readonly segmentBytesMax: number,
+    private readonly observe?: FsyncObserver,
+  ) {
+    assertion(Number.isSafeInteger(segmentBytesMax) && segmentBytesMax >= SEGMENT_BYTES_MIN &&
+      segmentBytesMax <= SEGMENT_BYTES_MAX, `segmentBytesMax out of range: ${segmentBytesMax}`);
+  }
+
+  get lastIndex(): number {
+    return this.lastIndexValue;
+  }
+
+  /** True when the next flush has work to do. */
+  hasPending(): boolean {
+    return this.totalPendingBytes > 0 || this.unlinkQueue.length > 0 ||
+      this.segments.some((segment) => segment.pendingStart < segment.fileBytes);
+  }
+
+  /**
+   * Buffers entries; see storage.ts for the overwrite rule. Throws (a caller bug) on a hole,
+   * an overwrite at or below the snapshot index, a non-contiguous batch, an oversized entry
+   * or a buffer over PENDING_BYTES_MAX. Throws before changing any state.
+   */
+  append(entries: readonly Entry[]): void {
+    const first = entries[0];
+    if (first === undefined) return;
+    assertion(first.index > this.floorIndex,
+      `append at ${first.index} overwrites the snapshot at ${this.floorIndex}`);
+    assertion(first.index <= this.lastIndexValue + 1,
+      `append at ${first.index} leaves a hole after ${this.lastIndexValue}`);
+    entries.forEach((entry, i) => {
+      assertion(entry.index === first.index + i, `batch index ${entry.index} is not contiguous`);
+    });
+    const frames = entries.map(encodeRecord);
+    const frameBytes = frames.reduce((sum, frame) => sum + frame.byteLength, 0);
+    const headerBytes = SEGMENT_HEADER_BYTES * frames.length;
+    assertion(this.totalPendingBytes + frameBytes + headerBytes <= PENDING_BYTES_MAX,
+      `buffered WAL bytes would exceed ${PENDING_BYTES_MAX}; sync first`);
+    if (first.index <= this.lastIndexValue) this.truncateFrom(first.index);
+    frames.forEach((frame, i) => this.place(frame, first.index + i));
+    this.lastIndexValue = first.index + entries.length - 1;
+  }
+
+  private place(frame: Buffer, index: number): void {
+    let tail = this.segments.at(-1);
+    const tailBytes = tail === undefined ? 0 : tail.pendingStart + tail.pendingBytes;
+    if (tail === undefined ||
+      (tail.offsets.length > 0 && tailBytes + frame.byteLength > this.segmentBytesMax)) {
+      tail = this.roll(index);
+    }
+    assertion(tail.firstIndex + tail.offsets.length === index, `record ${index} out of place`);
+    tail.offsets.push(tail.pendingStart + tail.pendingBytes);
+    tail.pendingChunks.push(frame);
+    tail.pendingBytes += frame.byteLength;
+    this.totalPendingBytes += frame.byteLength;
+  }
+
+  private roll(firstIndex: number): Segment {
+    assertion(this.segments.length < SEGMENT_COUNT_MAX, `more than ${SEGMENT_COUNT_MAX} segments`);
+    const header = encodeSegmentHeader(firstIndex);
+    const segment: Segment = {
+      firstIndex,
+      path: join(this.walDir, segmentFileName(firstIndex)),
+      offsets: [],
+      fileBytes: 0,
+      pendingStart: 0,
+      pendingChunks: [header],
+      pendingBytes: header.byteLength,
+      onDisk: false,
+      handle: null,
+    };
+    this.segments.push(segment);
+    this.totalPendingBytes += header.byteLength;
+    return segment;
+  }
+
+  /** Removes records from `index` on (Raft §5.3), in memory; flush makes it durable. */
+  private truncateFrom(index: number): void {
+    for (let tail = this.segments.at(-1); tail !== undefined && tail.firstIndex > index;
+      tail = this.segments.at(-1)) {
+      this.segments.pop();
+      this.totalPendingBytes -= tail.pendingBytes;
+      if (tail.onDisk) this.unlinkQueue.push(tail);
+    }
+    const segment = this.segments.at(-1);
+    assertion(segment !== undefined, `no segment holds index ${index}`);
+    const kept = index - segment.firstIndex;
+    const cutAt = segment.offsets[kept];
+    assertion(cutAt !== undefined, `segment ${segment.firstIndex} does not hold index ${index}`);
+    segment.offsets.length = kept;
+    if (cutAt >= segment.pendingStart) {
+      while (segment.pendingStart + segment.pendingBytes > cutAt) {
+        const chunk = segment.pendingChunks.pop();
+        assertion(chunk !== undefined, 'pending chunks do not cover the cut');
+        segment.pendingBytes -= chunk.byteLength;
+        this.totalPendingBytes -= chunk.byteLength;
+      }
+      assertion(segment.pendingStart + segment.pendingBytes === cutAt, 'cut inside a frame');
+    } else {
+      this.totalPendingBytes -= segment.pendingBytes;
+      segment.pendingChunks = [];
+      segment.pendingBytes = 0;
+      segment.pendingStart = cutAt;
+    }
+    this.lastIndexValue = index - 1;
+  }
+
+  /**
+   * Makes everything buffered durable. The caller serializes flushes; `append` may run while
+   * one is in progress and lands in the next. An error leaves the log in an unknown state:
+   * the caller must stop using it.
+   */
+  async flush(): Promise<void> {
+    const unlinks = this.unlinkQueue.splice(0).sort((a, b) => b.firstIndex - a.firstIndex);
+    const writes = this.segments.flatMap((segment) => takePending(segment));
+    this.totalPendingBytes = 0;
+    for (const segment of unlinks) {
+      await closeHandle(segment);
+      await unlink(segment.path);
+      await fsyncDirectory(this.walDir, this.observe);
+    }
+    for (const write of writes) {
+      if (write.truncateToBytes === null) continue;
+      const handle = await this.handleOf(write.segment, false);
+      await handle.truncate(write.truncateToBytes);
+      await datasyncTimed(handle, this.observe);
+    }
+    for (const write of writes) {
+      if (write.bytes === null) continue;
+      const handle = await this.handleOf(write.segment, write.create);
+      await writeFully(handle, write.bytes, write.position);
+      await datasyncTimed(handle, this.observe);
+      if (write.create) await fsyncDirectory(this.walDir, this.observe);
+    }
+    const tail = this.segments.at(-1);
+    for (const write of writes) {
+      if (write.segment !== tail) await closeHandle(write.segment);
+    }
+  }
+
+  private async handleOf(segment: Segment, create: boolean): Promise<FileHandle> {
+    if (segment.handle === null) segment.handle = await open(segment.path, create ? 'wx+' : 'r+');
+    return segment.handle;
+  }
+
+  /**
+   * Drops the segments whose records are all at or below `index`, after a snapshot at
+   * `index` is durable; raises the overwrite floor to `index`. When the snapshot is past the
+   * whole log (installed from a leader), the log restarts at `index + 1`.
+   */
+  async discardThrough(index: number): Promise<void> {
+    this.floorIndex = Math.max(this.floorIndex, index);
+    let removed = 0;
+    for (let head = this.segments[0]; head !== undefined; head = this.segments[0]) {
+      const next = this.segments[1];
+      const headLastIndex = next === undefined ? this.lastIndexValue : next.firstIndex - 1;
+      if (headLastIndex > index) break;
+      this.segments.shift();
+      this.totalPendingBytes -= head.pendingBytes;
+      if (!head.onDisk) continue;
+      await closeHandle(head);
+      await unlink(head.path);
+      removed += 1;
+    }
+    if (removed > 0) await fsyncDirectory(this.walDir, this.observe);
+    if (this.segments.length === 0) this.lastIndexValue = Math.max(this.lastIndexValue, index);
+  }
+
+  /** Closes file handles; buffered records are dropped (nothing was asked to be durable). */
+  async close(): Promise<void> {
+    for (const segment of [...this.segments, ...this.unlinkQueue]) await closeHandle(segment);
+  }
+
+  /**
+   * Reads the log at start-up: drops segments wholly covered by the snapshot at
+   * `snapshotIndex`, verifies every record, cuts a torn tail (truncate and fsync), and
+   * rejects any other damage with a StorageCorruptionError naming the file and offset.
+   */
+  async recover(snapshotIndex: number): Promise<WalRecovery> {
+    this.floorIndex = snapshotIndex;
+    const names = await this.retainedSegmentNames(snapshotIndex);
+    const entries: Entry[] = [];
+    let firstRecordIndex: number | null = null;
+    let lastTerm = 0;
+    let expectedFirst: number | null = null;
+    for (const [i, firstIndex] of names.entries()) {
+      const path = join(this.walDir, segmentFileName(firstIndex));
+      const gapLimit = expectedFirst ?? snapshotIndex + 1;
+      if (expectedFirst === null ? firstIndex > gapLimit : firstIndex !== gapLimit) {
+        throw new StorageCorruptionError(path, 0,
+          `segment starts at index ${firstIndex} but the log needs index ${gapLimit} next`);
+      }
+      const scan = await this.recoverSegment(path, firstIndex, i === names.length - 1,
+        lastTerm, snapshotIndex);
+      if (scan === null) continue;
+      // A loop, not push(...): a segment can hold more records than a call has arguments.
+      for (const entry of scan.entries) entries.push(entry);
+      lastTerm = scan.lastTerm;
+      if (scan.offsets.length > 0) firstRecordIndex ??= firstIndex;
+      expectedFirst = firstIndex + scan.offsets.length;
+    }
+    this.lastIndexValue = Math.max(snapshotIndex, (expectedFirst ?? 1) - 1);
+    await this.dropCoveredTail(snapshotIndex);
+    return { entries, firstRecordIndex, lastIndex: this.lastIndexValue };
+  }
+
+  /** Segment first indexes in order, after unlinking those wholly covered by the snapshot. */
+  private async retainedSegmentNames(snapshotIndex: number): Promise<number[]> {
+    const names = (await readdir(this.walDir))
+      .map((name) => SEGMENT_NAME.exec(name)?.[1])
+      .filter((digits): digits is string => digits !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b);
+    if (names.length > SEGMENT_COUNT_MAX) {
+      throw new StorageCorruptionError(this.walDir, 0, `${names.length} segments exceed the bound`);
+    }
+    let dropped = 0;
+    while (names.length > 1 && (names[1] ?? Infinity) <= snapshotIndex + 1) {
+      const covered = names.shift() as number;
+      await unlink(join(this.walDir, segmentFileName(covered)));
+      dropped += 1;
+    }
+    if (dropped > 0) await fsyncDirectory(this.walDir, this.observe);
+    return names;
+  }
+
+  private async recoverSegment(
+    path: string,
+    firstIndex: number,
+    isNewest: boolean,
+    previousTerm: number,
+    snapshotIndex: number,
+  ): Promise<Extract<SegmentScan, { kind: 'ok' }> | null> {
+    const bytes = await readFile(path);
+    const scan = scanSegmentBytes(bytes, firstIndex, isNewest, previousTerm, snapshotIndex);
+    if (scan.kind === 'corrupt') throw new StorageCorruptionError(path, scan.offset, scan.reason);
+    if (scan.kind === 'torn-header') {
+      await unlink(path);
+      await fsyncDirectory(this.walDir, this.observe);
+      return null;
+    }
+    if (scan.validBytes < bytes.byteLength) {
+      const handle = await open(path, 'r+');
+      try {
+        await handle.truncate(scan.validBytes);
+        await datasyncTimed(handle, this.observe);
+      } finally {
+        await handle.close();
+      }
+    }
+    this.segments.push({
+      firstIndex, path, offsets: scan.offsets, fileBytes: scan.validBytes,
+      pendingStart: scan.validBytes, pendingChunks: [], pendingBytes: 0, onDisk: true,
+      handle: null,
+    });
+    return scan;
+  }
+
+  /** A lone segment whose records are all covered by the snapshot goes too. */
+  private async dropCoveredTail(snapshotIndex: number): Promise<void> {
+    const only = this.segments[0];
+    if (this.segments.length !== 1 || only === undefined) return;
+    const lastInSegment = only.firstIndex + only.offsets.length - 1;
+    if (lastInSegment > snapshotIndex || snapshotIndex === 0) return;
+    this.segments = [];
+    await unlink(only.path);
+    await fsyncDirectory(this.walDir, this.observe);
+  }
+}
+
+function takePending(segment: Segment): SegmentWrite[] {
+  const truncate = segment.pendingStart < segment.fileBytes;
+  if (!truncate && segment.pendingBytes === 0) return [];
+  const write: SegmentWrite = {
+    segment,
+    truncateToBytes: truncate ? segment.pendingStart : null,
+    position: segment.pendingStart,
+    bytes: segment.pendingBytes === 0 ? null : Buffer.concat(segment.pendingChunks),
+    create: !segment.onDisk,
+  };
+  segment.fileBytes = segment.pendingStart + segment.pendingBytes;
+  segment.pendingStart = segment.fileBytes;
+  segment.pendingChunks = [];
+  segment.pendingBytes = 0;
+  segment.onDisk = true;
+  return [write];
+}
+
+async function closeHandle(segment: Segment): Promise<void> {
+  const handle = segment.handle;
+  segment.handle = null;
+  if (handle !== null) await handle.close();
+}

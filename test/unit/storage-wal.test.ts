@@ -1,0 +1,220 @@
+// FileStorage's log on real files: append/sync/recover, segment rolls, suffix overwrite
+// (Raft §5.3) within and across segments, the hole assertion, group commit and close.
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterEach, expect, it } from 'vitest';
+
+import type { Entry } from '../../host/core/raft/types.js';
+import { FileStorage } from '../../host/storage/file-storage.js';
+
+const SMALL_SEGMENT_BYTES = 4096;
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+async function freshDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'hivekv-wal-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** Payload derived from index and term, so a record from another term never matches. */
+function payload(index: number, term: number, bytes: number): Uint8Array {
+  return Uint8Array.from({ length: bytes }, (_, i) => (index * 31 + term * 7 + i) & 0xff);
+}
+
+/** `entries({ from: 3, terms: [1, 1, 2] })` builds indexes 3, 4, 5 with those terms. */
+function entries(spec: { from: number; terms: readonly number[]; bytes?: number }): Entry[] {
+  return spec.terms.map((term, i) => ({
+    term,
+    index: spec.from + i,
+    timeMs: 1_000 + spec.from + i,
+    type: (spec.from + i) % 5 === 0 ? 'empty' : 'normal',
+    data: payload(spec.from + i, term, spec.bytes ?? 100),
+  }));
+}
+
+function repeat(term: number, count: number): number[] {
+  return Array.from({ length: count }, () => term);
+}
+
+async function reopen(dir: string, segmentBytesMax?: number): Promise<FileStorage> {
+  return new FileStorage(dir, segmentBytesMax === undefined ? {} : { segmentBytesMax });
+}
+
+async function recoverFresh(dir: string, segmentBytesMax?: number) {
+  const storage = await reopen(dir, segmentBytesMax);
+  const state = await storage.recover();
+  await storage.close();
+  return state;
+}
+
+it('an empty directory recovers to an empty store', async () => {
+  const dir = join(await freshDir(), 'data');
+  const state = await recoverFresh(dir);
+  expect(state).toEqual({ hardState: { term: 0, votedFor: null, commitIndex: 0 },
+    snapshot: null, entries: [] });
+});
+
+it('synced entries survive a reopen byte for byte', async () => {
+  const dir = await freshDir();
+  const storage = new FileStorage(dir, {});
+  await storage.recover();
+  const written = entries({ from: 1, terms: [1, 1, 2, 2, 3] });
+  storage.append(written.slice(0, 2));
+  storage.append(written.slice(2));
+  await storage.sync();
+  await storage.close();
+  expect((await recoverFresh(dir)).entries).toEqual(written);
+});
+
+it('unsynced entries are not written by close()', async () => {
+  const dir = await freshDir();
+  const storage = new FileStorage(dir, {});
+  await storage.recover();
+  storage.append(entries({ from: 1, terms: [1, 1] }));
+  await storage.sync();
+  storage.append(entries({ from: 3, terms: [1] }));
+  await storage.close();
+  expect((await recoverFresh(dir)).entries.map((e) => e.index)).toEqual([1, 2]);
+});
+
+it('many entries roll over many segments and recover in order', async () => {
+  const dir = await freshDir();
+  const storage = new FileStorage(dir, { segmentBytesMax: SMALL_SEGMENT_BYTES });
+  await storage.recover();
+  const written = entries({ from: 1, terms: repeat(1, 600), bytes: 150 });
+  for (let i = 0; i < written.length; i += 37) {
+    storage.append(written.slice(i, i + 37));
+    if (i % 74 === 0) await storage.sync();
+  }
+  await storage.sync();
+  await storage.close();
+  const segments = (await readdir(join(dir, 'wal'))).filter((n) => n.endsWith('.wal'));
+  expect(segments.length).toBeGreaterThan(20);
+  expect(segments[0]).toBe('00000000000000000001.wal');
+  expect((await recoverFresh(dir, SMALL_SEGMENT_BYTES)).entries).toEqual(written);
+});
+
+it('appending after recovery continues the newest segment', async () => {
+  const dir = await freshDir();
+  let storage = new FileStorage(dir, { segmentBytesMax: SMALL_SEGMENT_BYTES });
+  await storage.recover();
+  storage.append(entries({ from: 1, terms: repeat(1, 50) }));
+  await storage.sync();
+  await storage.close();
+  storage = new FileStorage(dir, { segmentBytesMax: SMALL_SEGMENT_BYTES });
+  await storage.recover();
+  storage.append(entries({ from: 51, terms: repeat(2, 50) }));
+  await storage.sync();
+  await storage.close();
+  const state = await recoverFresh(dir, SMALL_SEGMENT_BYTES);
+  expect(state.entries).toEqual(entries({ from: 1, terms: [...repeat(1, 50), ...repeat(2, 50)] }));
+});
+
+it('a suffix overwrite within one segment replaces the conflicting entries (§5.3)', async () => {
+  const dir = await freshDir();
+  const storage = new FileStorage(dir, {});
+  await storage.recover();
+  storage.append(entries({ from: 1, terms: [1, 1, 1, 1, 1, 1] }));
+  await storage.sync();
+  storage.append(entries({ from: 4, terms: [2, 2] }));
+  await storage.sync();
+  await storage.close();
+  expect((await recoverFresh(dir)).entries).toEqual(entries({ from: 1, terms: [1, 1, 1, 2, 2] }));
+});
+
+it('a suffix overwrite across segments unlinks later segments, then recovers', async () => {
+  const dir = await freshDir();
+  const storage = new FileStorage(dir, { segmentBytesMax: SMALL_SEGMENT_BYTES });
+  await storage.recover();
+  storage.append(entries({ from: 1, terms: repeat(1, 200), bytes: 200 }));
+  await storage.sync();
+  const before = (await readdir(join(dir, 'wal'))).length;
+  storage.append(entries({ from: 30, terms: repeat(2, 3), bytes: 200 }));
+  await storage.sync();
+  storage.append(entries({ from: 33, terms: repeat(2, 20), bytes: 200 }));
+  await storage.sync();
+  await storage.close();
+  expect((await readdir(join(dir, 'wal'))).length).toBeLessThan(before);
+  const expected = entries({ from: 1, terms: [...repeat(1, 29), ...repeat(2, 23)], bytes: 200 });
+  expect((await recoverFresh(dir, SMALL_SEGMENT_BYTES)).entries).toEqual(expected);
+});
+
+it('an overwrite of buffered, unsynced entries never reaches the disk', async () => {
+  const dir = await freshDir();
+  const storage = new FileStorage(dir, { segmentBytesMax: SMALL_SEGMENT_BYTES });
+  await storage.recover();
+  storage.append(entries({ from: 1, terms: repeat(1, 10), bytes: 300 }));
+  await storage.sync();
+  storage.append(entries({ from: 11, terms: repeat(1, 40), bytes: 300 }));
+  storage.append(entries({ from: 8, terms: repeat(3, 5), bytes: 300 }));
+  await storage.sync();
+  await storage.close();
+  const expected = entries({ from: 1, terms: [...repeat(1, 7), ...repeat(3, 5)], bytes: 300 });
+  expect((await recoverFresh(dir, SMALL_SEGMENT_BYTES)).entries).toEqual(expected);
+});
+
+it('an overwrite at the first index of a segment keeps a valid log', async () => {
+  const dir = await freshDir();
+  const storage = new FileStorage(dir, { segmentBytesMax: SMALL_SEGMENT_BYTES });
+  await storage.recover();
+  storage.append(entries({ from: 1, terms: repeat(1, 60), bytes: 200 }));
+  await storage.sync();
+  const names = (await readdir(join(dir, 'wal'))).sort();
+  const secondFirst = Number(names[1]?.slice(0, 20));
+  storage.append(entries({ from: secondFirst, terms: [4], bytes: 200 }));
+  await storage.sync();
+  await storage.close();
+  const state = await recoverFresh(dir, SMALL_SEGMENT_BYTES);
+  expect(state.entries.length).toBe(secondFirst);
+  expect(state.entries.at(-1)?.term).toBe(4);
+});
+
+it('appending with a hole is an assertion failure', async () => {
+  const storage = new FileStorage(await freshDir(), {});
+  await storage.recover();
+  storage.append(entries({ from: 1, terms: [1, 1] }));
+  expect(() => storage.append(entries({ from: 4, terms: [1] }))).toThrow(/hole/);
+  expect(() => storage.append([...entries({ from: 3, terms: [1] }),
+    ...entries({ from: 5, terms: [1] })])).toThrow(/contiguous/);
+  await storage.close();
+});
+
+it('calls made before recover() or after close() are refused', async () => {
+  const storage = new FileStorage(await freshDir(), {});
+  expect(() => storage.append(entries({ from: 1, terms: [1] }))).toThrow(/refused/);
+  await storage.recover();
+  await storage.close();
+  await expect(storage.sync()).rejects.toThrow(/refused/);
+});
+
+it('syncs called while one runs share the next one and cover all appends', async () => {
+  const fsyncs: number[] = [];
+  const dir = await freshDir();
+  const storage = new FileStorage(dir, { onFsyncSeconds: (s) => fsyncs.push(s) });
+  await storage.recover();
+  fsyncs.length = 0;
+  storage.append(entries({ from: 1, terms: [1] }));
+  const first = storage.sync();
+  expect(storage.sync()).toBe(first);
+  await Promise.resolve();
+  await Promise.resolve();
+  storage.append(entries({ from: 2, terms: [1] }));
+  const second = storage.sync();
+  storage.append(entries({ from: 3, terms: [1] }));
+  const third = storage.sync();
+  expect(second).not.toBe(first);
+  expect(third).toBe(second);
+  await Promise.all([first, second, third]);
+  // The first sync creates the segment: one fdatasync and one directory fsync.
+  expect(fsyncs.length).toBe(3);
+  await storage.sync();
+  expect(fsyncs.length).toBe(3);
+  await storage.close();
+  expect((await recoverFresh(dir)).entries.map((e) => e.index)).toEqual([1, 2, 3]);
+});
