@@ -6,7 +6,7 @@
  * written (WIRE.md, "Calls with writes"); the first refusal in operation order wins. Every
  * reason here is one row of WIRE.md's validation table, so a client can `switch` on it.
  */
-import type { DecimalText, Expiry, KvCall, KvOp } from '../machine/commands.js';
+import type { DecimalText, Expiry, KvCall, KvOp, QuotaSettings } from '../machine/commands.js';
 import { isWriteOp } from '../machine/commands.js';
 import type { KvLimits } from '../node/config.js';
 import { toDecimalText } from './decimal-text.js';
@@ -458,4 +458,52 @@ function decodeOnce(text: string): string | null {
   } catch {
     return null;
   }
+}
+
+const QUOTA_LIMIT_FIELDS = ['maxRows', 'maxBytes', 'maxReadsPerSec', 'maxWritesPerSec'] as const;
+const TENANT_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The `:tenant` of `/api/v1/system/kv-quota/:tenant`: a UUID, lowercased (WIRE.md). */
+export function validateTenantSegment(raw: string): string | KvError {
+  const tenant = decodeOnce(raw)?.toLowerCase() ?? '';
+  if (!TENANT_PATTERN.test(tenant)) return badRequest('kv_bad_tenant', 'the tenant is a UUID');
+  return tenant;
+}
+
+/**
+ * `PUT /api/v1/system/kv-quota/:tenant {enabled, maxRows, maxBytes, maxReadsPerSec,
+ * maxWritesPerSec}`: `enabled` defaults to true; an absent or null limit is unlimited.
+ */
+export function validateQuotaSettings(body: unknown): QuotaSettings | KvError {
+  if (isKvError(body)) return body;
+  if (!isObject(body)) return badRequest('kv_bad_body', 'the body is a JSON object');
+  const enabled = body['enabled'] ?? true;
+  if (typeof enabled !== 'boolean') {
+    return badRequest('kv_bad_request', 'enabled must be true or false');
+  }
+  const limits: Record<string, number | null> = {};
+  for (const field of QUOTA_LIMIT_FIELDS) {
+    const value = body[field] ?? null;
+    if (value !== null && (typeof value !== 'number' || !Number.isSafeInteger(value) ||
+        value < 0)) {
+      return badRequest('kv_bad_request', `${field} must be an integer >= 0, or null`);
+    }
+    limits[field] = value;
+  }
+  return {
+    enabled,
+    maxRows: limits['maxRows'] ?? null,
+    maxBytes: limits['maxBytes'] ?? null,
+    maxReadsPerSec: limits['maxReadsPerSec'] ?? null,
+    maxWritesPerSec: limits['maxWritesPerSec'] ?? null,
+  };
+}
+
+/** `POST /api/v1/system/kv-timers {"kv": bool}`: true runs KV, false pauses it. */
+export function validateTimersBody(body: unknown): boolean | KvError {
+  if (isKvError(body)) return body;
+  if (!isObject(body) || typeof body['kv'] !== 'boolean') {
+    return badRequest('kv_bad_request', 'the body is {"kv": true|false}');
+  }
+  return body['kv'];
 }

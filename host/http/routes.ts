@@ -1,0 +1,88 @@
+/**
+ * The route table of the HTTP surface: method and raw path -> which handler, which access
+ * level it needs, and the label metrics and logs use (a route template, never a raw path,
+ * so label cardinality stays bounded).
+ *
+ * Pure: no I/O. The router sees the raw, still percent-encoded path, which is how the path
+ * routes' catch-all key keeps `%2F` as a literal slash (kv-routes.md, "The routes"); the
+ * key is decoded once, later, by validation.
+ */
+import type { Access } from './guards.js';
+
+export type RouteId =
+  | 'kvBatch'
+  | 'kvPath'
+  | 'transaction'
+  | 'kvTimers'
+  | 'kvQuota'
+  | 'health'
+  | 'metrics';
+
+export interface RouteMatch {
+  readonly id: RouteId;
+  /** The route template, for metrics and logs. */
+  readonly label: string;
+  /** What the caller's roles must allow; null for the unauthenticated probes. */
+  readonly access: Access | null;
+  /** False when the path exists but not for this method (405). */
+  readonly methodAllowed: boolean;
+  /** The methods the path takes, for the `Allow` header of a 405. */
+  readonly allow: string;
+  /** The raw path segment after the route's fixed prefix (`:ns/*key`, `:tenant`), or ''. */
+  readonly rest: string;
+}
+
+const KV_BATCH_PATH = '/api/v1/kv';
+const KV_PATH_PREFIX = '/api/v1/kv/';
+const TRANSACTION_PATH = '/api/v1/transaction';
+const KV_TIMERS_PATH = '/api/v1/system/kv-timers';
+const KV_QUOTA_PREFIX = '/api/v1/system/kv-quota/';
+
+function match(id: RouteId, label: string, access: Access | null, methodAllowed: boolean,
+  allow: string, rest: string): RouteMatch {
+  return { id, label, access, methodAllowed, allow, rest };
+}
+
+// The static routes answer with one shared, frozen match each: no allocation per request.
+const STATIC = {
+  kvBatch: Object.freeze(match('kvBatch', '/api/v1/kv', 'write', true, 'POST', '')),
+  transaction: Object.freeze(match('transaction', '/api/v1/transaction', 'write', true, 'POST',
+    '')),
+  kvTimers: Object.freeze(match('kvTimers', '/api/v1/system/kv-timers', 'admin', true, 'POST',
+    '')),
+  health: Object.freeze(match('health', '/health', null, true, 'GET', '')),
+  metrics: Object.freeze(match('metrics', '/metrics', null, true, 'GET', '')),
+};
+
+function staticRoute(base: RouteMatch, method: string): RouteMatch {
+  if (method === base.allow) return base;
+  return match(base.id, base.label, base.access, false, base.allow, '');
+}
+
+/**
+ * Resolves a request. Returns null for a path no route serves (404). `method` is upper
+ * case; `path` is the raw path without the query string.
+ */
+export function matchRoute(method: string, path: string): RouteMatch | null {
+  if (path.startsWith(KV_PATH_PREFIX)) {
+    const rest = path.slice(KV_PATH_PREFIX.length);
+    // `:ns/*key` needs the slash after the namespace; the key may be empty (refused later).
+    if (rest.indexOf('/') <= 0) return null;
+    const allowed = method === 'GET' || method === 'PUT' || method === 'DELETE';
+    const access: Access = method === 'GET' ? 'read' : 'write';
+    return match('kvPath', '/api/v1/kv/:ns/*key', access, allowed, 'GET, PUT, DELETE', rest);
+  }
+  if (path === KV_BATCH_PATH) return staticRoute(STATIC.kvBatch, method);
+  if (path === TRANSACTION_PATH) return staticRoute(STATIC.transaction, method);
+  if (path === KV_TIMERS_PATH) return staticRoute(STATIC.kvTimers, method);
+  if (path.startsWith(KV_QUOTA_PREFIX)) {
+    const rest = path.slice(KV_QUOTA_PREFIX.length);
+    if (rest.length === 0 || rest.includes('/')) return null;
+    const allowed = method === 'GET' || method === 'PUT';
+    return match('kvQuota', '/api/v1/system/kv-quota/:tenant', 'admin', allowed, 'GET, PUT',
+      rest);
+  }
+  if (path === '/health') return staticRoute(STATIC.health, method);
+  if (path === '/metrics') return staticRoute(STATIC.metrics, method);
+  return null;
+}

@@ -1,0 +1,485 @@
+/**
+ * The HTTP server (hyper-express): reads a request, runs the guards in the refusal order of
+ * WIRE.md, validates into a `KvCall`, asks the `KvService`, renders, and logs one line.
+ *
+ * The I/O edge of the HTTP layer: everything it decides comes from the pure modules beside
+ * it (routes, validate, render, transaction, errors). It never lets a bad request crash the
+ * process: an unexpected exception is a logged 500.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import HyperExpress from 'hyper-express';
+import type { Request, Response } from 'hyper-express';
+import type { CallOutcome, KvCall } from '../machine/commands.js';
+import { isWriteOp } from '../machine/commands.js';
+import type { NodeConfig } from '../node/config.js';
+import type { KvService } from '../node/service.js';
+import { errorBody, isKvError, KvError, kvError, tooLarge, type Wire } from './errors.js';
+import type {
+  Access, Authenticator, RateLimiter, RequestLogger, RequestMetrics, TenantResolver,
+} from './guards.js';
+import { renderCallOutcome } from './render.js';
+import { matchRoute, type RouteMatch } from './routes.js';
+import {
+  renderEmptyTransaction, renderTransactionOutcome, validateTransactionBody,
+} from './transaction.js';
+import {
+  parseJsonBody, validateKvBody, validatePathCall, validateQuotaSettings, validateTenantSegment,
+  validateTimersBody, type PathMethod,
+} from './validate.js';
+
+export interface HttpDeps {
+  readonly service: KvService;
+  readonly config: NodeConfig;
+  readonly authenticator: Authenticator;
+  readonly tenants: TenantResolver;
+  readonly rateLimiter: RateLimiter;
+  readonly metrics: RequestMetrics & { render(): Promise<string>; readonly contentType: string };
+  readonly logger: RequestLogger;
+}
+
+export interface HttpServerHandle {
+  /** The port the server listens on (the real one when asked for port 0). */
+  readonly port: number;
+  /** From now on every new request answers 503 `kv_unavailable`, reason `shutting_down`. */
+  stopAccepting(): void;
+  /** Resolves once no call is in flight, or after `timeoutMs`, whichever comes first. */
+  drain(timeoutMs: number): Promise<void>;
+  /** Closes the listening socket and every open connection. */
+  close(): Promise<void>;
+}
+
+/** A client's `x-request-id` is echoed only if it is this short and plain (log safety). */
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:/+=-]{1,128}$/;
+/** `drain` never waits longer than this, whatever it is asked. */
+const DRAIN_TIMEOUT_MS_MAX = 60_000;
+const JSON_TYPE = 'application/json';
+const EMPTY_RESULTS = '{"results":[]}';
+const TENANT_HEADER = 'x-queen-tenant';
+
+/** A 200-class answer; refusals travel as `KvError`. */
+interface Reply {
+  readonly status: number;
+  readonly body: string;
+  readonly contentType: string;
+  /** `ETag` value, quotes included, or null. */
+  readonly etag: string | null;
+}
+
+type Answer = Reply | KvError;
+
+function reply(body: string, status = 200, contentType = JSON_TYPE,
+  etag: string | null = null): Reply {
+  return { status, body, contentType, etag };
+}
+
+/** What one request carries through its handler, for the log line. */
+interface Exchange {
+  readonly requestId: string;
+  readonly method: string;
+  readonly route: RouteMatch | null;
+  tenant: string | null;
+}
+
+const NOT_FOUND = kvError('not_found', 'not_found', 'no route serves this path');
+const SHUTTING_DOWN = kvError('kv_unavailable', 'shutting_down',
+  'this node is shutting down; retry on another node or later', { retryAfterSeconds: 1 });
+
+/**
+ * Starts the server on `host:port` (port 0 picks a free port). Resolves once it listens.
+ */
+export async function startHttpServer(deps: HttpDeps, host: string,
+  port: number): Promise<HttpServerHandle> {
+  const server = new HyperExpress.Server({
+    // Body limits are enforced here, so that a refusal is the 413 envelope of WIRE.md rather
+    // than hyper-express's empty 413.
+    max_body_length: Number.MAX_SAFE_INTEGER,
+    auto_close: false,
+    fast_buffers: true,
+  });
+  assertChunkedSeam();
+  const app = new HttpApp(deps);
+  const handler = (req: Request, res: Response): void => {
+    void app.serve(req, res);
+  };
+  server.any('/*', handler);
+  await server.listen(port, host);
+  return {
+    port: server.port,
+    stopAccepting: () => {
+      app.stopping = true;
+    },
+    drain: (timeoutMs) => app.drain(timeoutMs),
+    close: async () => {
+      server.close();
+      // Also ends open keep-alive connections, which closing the listen socket leaves open.
+      (server.uws_instance as unknown as { close(): void }).close();
+    },
+  };
+}
+
+/** Request handling; one instance per server, no closure per request. */
+class HttpApp {
+  stopping = false;
+  /** Calls between body received and response written. */
+  private inFlight = 0;
+  private drainWaiters: Array<() => void> = [];
+  private readonly requestIdPrefix = randomBytes(4).toString('hex') + '-';
+  private requestCount = 0;
+
+  constructor(private readonly deps: HttpDeps) {}
+
+  async serve(req: Request, res: Response): Promise<void> {
+    const startedMs = performance.now();
+    const method = req.method;
+    const exchange: Exchange = {
+      requestId: this.requestIdOf(req.headers['x-request-id']),
+      method,
+      route: matchRoute(method, req.path),
+      tenant: null,
+    };
+    let answer: Answer;
+    try {
+      answer = await this.answer(exchange, req);
+    } catch (error) {
+      answer = this.internalError(exchange, error);
+    }
+    let status = answer.status;
+    try {
+      status = this.write(res, exchange, answer);
+    } catch (error) {
+      this.internalError(exchange, error);
+    }
+    this.record(exchange, answer, status, (performance.now() - startedMs) / 1000);
+  }
+
+  private requestIdOf(header: string | undefined): string {
+    if (header !== undefined && REQUEST_ID_PATTERN.test(header)) return header;
+    this.requestCount++;
+    return this.requestIdPrefix + this.requestCount.toString(36);
+  }
+
+  private internalError(exchange: Exchange, error: unknown): KvError {
+    const err = error instanceof Error ? error : new Error(String(error));
+    this.deps.logger.error({ requestId: exchange.requestId, err: err.message, stack: err.stack },
+      'request failed');
+    return kvError('internal_error', 'internal_error',
+      `an internal error; the node logged it under request id ${exchange.requestId}`);
+  }
+
+  private async answer(exchange: Exchange, req: Request): Promise<Answer> {
+    const route = exchange.route;
+    if (this.stopping) return SHUTTING_DOWN;
+    if (route === null) return NOT_FOUND;
+    if (!route.methodAllowed) {
+      return kvError('method_not_allowed', 'method_not_allowed',
+        `${exchange.method} is not allowed here; allowed: ${route.allow}`);
+    }
+    if (route.access !== null) {
+      const denied = await this.authorize(route.access, req);
+      if (denied !== null) return denied;
+    }
+    switch (route.id) {
+      case 'kvBatch':
+      case 'kvPath':
+      case 'transaction':
+        return this.kvRoute(exchange, route, req);
+      case 'kvTimers':
+        return this.kvTimers(req);
+      case 'kvQuota':
+        return this.kvQuota(exchange.method, route.rest, req);
+      case 'health': {
+        const health = this.deps.service.health();
+        return reply(JSON.stringify(health), health.status === 'ok' ? 200 : 503);
+      }
+      case 'metrics':
+        return reply(await this.deps.metrics.render(), 200, this.deps.metrics.contentType);
+    }
+  }
+
+  /** Authenticate (401), then authorize by the route's access level (403). */
+  private async authorize(access: Access, req: Request): Promise<KvError | null> {
+    const auth = await this.deps.authenticator.authenticate(req.headers['authorization']);
+    if (!auth.ok) return kvError('unauthorized', 'unauthorized', auth.detail);
+    if (!this.deps.authenticator.allows(auth.roles, access)) {
+      return kvError('forbidden', 'forbidden', `this route needs the ${access} access level`);
+    }
+    return null;
+  }
+
+  /** The KV routes: tenant (400), body, validation (400/413), then `runCall`. */
+  private async kvRoute(exchange: Exchange, route: RouteMatch, req: Request): Promise<Answer> {
+    const resolved = this.deps.tenants.resolve(req.headers[TENANT_HEADER]);
+    if (!resolved.ok) return kvError('kv_bad_request', 'kv_bad_tenant', resolved.detail);
+    const tenant = resolved.tenant;
+    exchange.tenant = tenant;
+    const limits = this.deps.config.limits;
+    const text = await readBody(req, limits.maxBodyBytes);
+    if (isKvError(text)) return text;
+    if (route.id === 'kvBatch') {
+      const call = validateKvBody(parseJsonBody(text ?? ''), tenant, limits);
+      if (isKvError(call)) return call;
+      if (call.ops.length === 0) return reply(EMPTY_RESULTS);
+      return this.callTracked(call, 'kv', this.batchAnswer);
+    }
+    if (route.id === 'kvPath') {
+      const slash = route.rest.indexOf('/');
+      const target = {
+        rawNs: route.rest.slice(0, slash),
+        rawKey: route.rest.slice(slash + 1),
+        query: req.path_query,
+      };
+      const body = text === undefined ? undefined : parseJsonBody(text);
+      const method = exchange.method as PathMethod;
+      const call = validatePathCall(method, target, body, tenant, limits);
+      if (isKvError(call)) return call;
+      return this.callTracked(call, 'kv', method === 'GET' ? this.getAnswer : this.singleAnswer);
+    }
+    const call = validateTransactionBody(parseJsonBody(text ?? ''), tenant, limits);
+    if (isKvError(call)) return call;
+    return this.callTracked(call, 'transaction', this.transactionAnswer);
+  }
+
+  private readonly batchAnswer = (call: KvCall, outcome: CallOutcome): Answer =>
+    asAnswer(renderCallOutcome(call, outcome, 'batch'));
+
+  private readonly singleAnswer = (call: KvCall, outcome: CallOutcome): Answer =>
+    asAnswer(renderCallOutcome(call, outcome, 'single'));
+
+  /** A found `get` carries `ETag: "<version>"` (kv-routes.md). */
+  private readonly getAnswer = (call: KvCall, outcome: CallOutcome): Answer => {
+    const rendered = renderCallOutcome(call, outcome, 'single');
+    if (isKvError(rendered)) return rendered;
+    const result = outcome.status === 'ok' ? outcome.results[0] : undefined;
+    const etag = result?.kind === 'get' && result.found ? '"' + result.version + '"' : null;
+    return reply(rendered, 200, JSON_TYPE, etag);
+  };
+
+  private readonly transactionAnswer = (call: KvCall, outcome: CallOutcome): Answer =>
+    asAnswer(renderTransactionOutcome(call, outcome, randomUUID()));
+
+  /** Counts the call as in flight from a received body to a rendered answer (for drain). */
+  private async callTracked(call: KvCall, wire: Wire,
+    render: (call: KvCall, outcome: CallOutcome) => Answer): Promise<Answer> {
+    this.inFlight++;
+    try {
+      if (wire === 'transaction' && call.ops.length === 0) {
+        const paused = this.refuseBeforeLog(call, wire);
+        return paused ?? reply(renderEmptyTransaction(randomUUID()));
+      }
+      const refused = this.refuseBeforeLog(call, wire);
+      if (refused !== null) return refused;
+      const result = await this.deps.service.execute(call);
+      if (result.kind === 'unavailable') {
+        return kvError('kv_unavailable', result.reason, result.detail,
+          { retryAfterSeconds: result.retryAfterSeconds });
+      }
+      return render(call, result.value);
+    } finally {
+      this.inFlight--;
+      if (this.inFlight === 0) this.wakeDrainers();
+    }
+  }
+
+  /**
+   * Pause (503, 403 in the transaction wire), grant (403), rate (429), on this node's local
+   * view; the log decides again at apply time (WIRE.md, "Refusals").
+   */
+  private refuseBeforeLog(call: KvCall, wire: Wire): KvError | null {
+    const service = this.deps.service;
+    if (service.isPausedLocally()) {
+      return kvError('kv_disabled', 'kv_disabled', 'KV is paused by the operator',
+        { wire, retryAfterSeconds: 1 });
+    }
+    let hasWrite = false;
+    for (const op of call.ops) {
+      if (isWriteOp(op)) {
+        hasWrite = true;
+        break;
+      }
+    }
+    const quota = service.quotaLocally(call.tenant);
+    if (hasWrite && this.deps.config.requireGrant && (quota === null || !quota.enabled)) {
+      return kvError('feature_gated', 'feature_gated',
+        'this tenant has no enabled KV grant; writes need one');
+    }
+    if (wire === 'transaction') return null;
+    const override = quota === null ? null
+      : { readsPerSec: quota.maxReadsPerSec, writesPerSec: quota.maxWritesPerSec };
+    const decision = this.deps.rateLimiter.take(call.tenant, hasWrite ? 'write' : 'read',
+      override);
+    if (!decision.ok) {
+      return kvError('rate_limited', 'rate_limited',
+        `the tenant's ${hasWrite ? 'write' : 'read'} rate on this node is spent`,
+        { retryAfterSeconds: decision.retryAfterSeconds });
+    }
+    return null;
+  }
+
+  private async kvTimers(req: Request): Promise<Answer> {
+    const text = await readBody(req, this.deps.config.limits.maxBodyBytes);
+    if (isKvError(text)) return text;
+    const run = validateTimersBody(parseJsonBody(text ?? ''));
+    if (isKvError(run)) return run;
+    const result = await this.deps.service.setPaused(!run);
+    if (result.kind === 'unavailable') return unavailable(result);
+    return reply('{"kv":' + run + '}');
+  }
+
+  private async kvQuota(method: string, rawTenant: string, req: Request): Promise<Answer> {
+    const tenant = validateTenantSegment(rawTenant);
+    if (isKvError(tenant)) return tenant;
+    if (method === 'GET') {
+      const view = await this.deps.service.getQuota(tenant);
+      if (view.kind === 'unavailable') return unavailable(view);
+      return reply(JSON.stringify(view.value));
+    }
+    const text = await readBody(req, this.deps.config.limits.maxBodyBytes);
+    if (isKvError(text)) return text;
+    const quota = validateQuotaSettings(parseJsonBody(text ?? ''));
+    if (isKvError(quota)) return quota;
+    const result = await this.deps.service.setQuota(tenant, quota);
+    if (result.kind === 'unavailable') return unavailable(result);
+    return reply(JSON.stringify({ tenant, quota }));
+  }
+
+  private write(res: Response, exchange: Exchange, answer: Answer): number {
+    if (res.completed) return answer.status;
+    res.status(answer.status);
+    res.header('x-request-id', exchange.requestId);
+    if (answer instanceof KvError) {
+      res.header('content-type', JSON_TYPE);
+      if (answer.retryAfterSeconds !== null) {
+        res.header('retry-after', String(answer.retryAfterSeconds));
+      }
+      if (answer.status === 405 && exchange.route !== null) {
+        res.header('allow', exchange.route.allow);
+      }
+      res.send(errorBody(answer));
+    } else {
+      res.header('content-type', answer.contentType);
+      if (answer.etag !== null) res.header('etag', answer.etag);
+      res.send(answer.body);
+    }
+    return answer.status;
+  }
+
+  private record(exchange: Exchange, answer: Answer, status: number, seconds: number): void {
+    const label = exchange.route === null ? 'unmatched' : exchange.route.label;
+    const method = exchange.route === null ? 'OTHER' : exchange.method;
+    this.deps.metrics.observeRequest(label, method, status, seconds);
+    const reason = answer instanceof KvError ? answer.reason : null;
+    if (reason !== null) this.deps.metrics.refusal(reason);
+    const fields = {
+      requestId: exchange.requestId,
+      method: exchange.method,
+      route: label,
+      status,
+      ms: Math.round(seconds * 1e6) / 1e3,
+      tenant: exchange.tenant,
+      reason,
+    };
+    if (status >= 500) this.deps.logger.warn(fields, 'request');
+    else this.deps.logger.info(fields, 'request');
+  }
+
+  drain(timeoutMs: number): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    const waitMs = Math.max(0, Math.min(timeoutMs, DRAIN_TIMEOUT_MS_MAX));
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, waitMs);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.drainWaiters.push(done);
+    });
+  }
+
+  private wakeDrainers(): void {
+    if (this.drainWaiters.length === 0) return;
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const wake of waiters) wake();
+  }
+}
+
+function asAnswer(rendered: string | KvError): Answer {
+  return isKvError(rendered) ? rendered : reply(rendered);
+}
+
+function unavailable(result: { reason: string; detail: string;
+  retryAfterSeconds: number }): KvError {
+  return kvError('kv_unavailable', result.reason, result.detail,
+    { retryAfterSeconds: result.retryAfterSeconds });
+}
+
+/**
+ * The request body as text, undefined when there is none, or 413 `kv_body_too_large` over
+ * `maxBytes`: a declared length is refused before a byte is read, a chunked body as soon as
+ * it crosses the limit; the rest of it is then drained, not buffered.
+ */
+function readBody(req: Request, maxBytes: number): Promise<string | undefined | KvError> {
+  const chunked = (req.headers['transfer-encoding'] ?? '').includes('chunked');
+  if (!chunked) {
+    const length = req.headers['content-length'];
+    if (length === undefined || length === '0') return Promise.resolve(undefined);
+    if (!(Number(length) <= maxBytes)) return Promise.resolve(bodyTooLarge(maxBytes));
+    return req.buffer().then(utf8);
+  }
+  return readChunked(req, maxBytes);
+}
+
+function utf8(buffer: Buffer): string {
+  return buffer.toString('utf8');
+}
+
+function bodyTooLarge(maxBytes: number): KvError {
+  return tooLarge('kv_body_too_large', `the body is over ${maxBytes} bytes`);
+}
+
+/**
+ * hyper-express 6.17.3 internals used for chunked bodies: its public streaming mode never
+ * delivers a chunked body here, and its own limit answers an empty 413. These are the same
+ * members its `buffer()` uses; `assertChunkedSeam` checks at startup that they exist.
+ */
+interface BodyParserInternals {
+  _body_parser_mode: number;
+  _body_parser_passthrough: (chunk: Uint8Array, isLast: boolean) => void;
+  _body_parser_flush_buffered(): void;
+}
+
+/** Fails fast at startup if a hyper-express upgrade moved the seam `readChunked` uses. */
+function assertChunkedSeam(): void {
+  const proto = (HyperExpress.Request as unknown as { prototype: Partial<BodyParserInternals> })
+    .prototype;
+  if (typeof proto._body_parser_flush_buffered !== 'function') {
+    throw new Error('hyper-express changed: Request._body_parser_flush_buffered is missing');
+  }
+}
+
+function readChunked(req: Request, maxBytes: number): Promise<string | KvError> {
+  if (req.received) return Promise.resolve('');
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let receivedBytes = 0;
+    let settled = false;
+    const parser = req as unknown as BodyParserInternals;
+    parser._body_parser_mode = 1;
+    parser._body_parser_passthrough = (chunk, isLast) => {
+      if (settled) return;
+      receivedBytes += chunk.byteLength;
+      if (receivedBytes > maxBytes) {
+        settled = true;
+        resolve(bodyTooLarge(maxBytes));
+        return;
+      }
+      // hyper-express copies chunks of a chunked transfer, so they outlive this callback.
+      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      if (isLast) {
+        settled = true;
+        resolve(Buffer.concat(chunks, receivedBytes).toString('utf8'));
+      }
+    };
+    parser._body_parser_flush_buffered();
+  });
+}
