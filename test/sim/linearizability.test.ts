@@ -1,0 +1,191 @@
+/**
+ * The linearizability checker on hand-made histories, linearizable and not, and on random
+ * histories that are linearizable by construction (so a false alarm fails the test).
+ */
+import { describe, expect, it } from 'vitest';
+import { testSeed } from '../helpers/seed.js';
+import {
+  checkHistory, checkKey, step, type HistoryOp, type KvInput, type KvOutput,
+} from './linearizability.js';
+import { SimRandom } from './random.js';
+
+const get = (found: boolean, value: string | null = null): KvOutput =>
+  ({ kind: 'get', found, value });
+const wrote = (value: string): KvOutput =>
+  ({ kind: 'write', applied: true, reason: null, value });
+const refused = (reason: string, value: string): KvOutput =>
+  ({ kind: 'write', applied: false, reason, value });
+
+function op(client: string, input: KvInput, output: KvOutput | null, call: number,
+  ret: number | null, key = 'k'): HistoryOp {
+  return { key, client, input, output, call, ret: ret ?? Infinity };
+}
+
+const put = (value: string): KvInput => ({ kind: 'put', value });
+const pia = (value: string): KvInput => ({ kind: 'putIfAbsent', value });
+const read: KvInput = { kind: 'get' };
+const incr: KvInput = { kind: 'incr', delta: 1 };
+const del: KvInput = { kind: 'delete' };
+
+describe('sequential KV model', () => {
+  it.each([
+    ['get of an absent key is missing', null, read, get(false), null],
+    ['get sees the value', '"a"', read, get(true, '"a"'), '"a"'],
+    ['put replaces', '"a"', put('"b"'), wrote('"b"'), '"b"'],
+    ['putIfAbsent wins on absent', null, pia('"w"'), wrote('"w"'), '"w"'],
+    ['putIfAbsent loses with the current value', '"a"', pia('"w"'), refused('exists', '"a"'),
+      '"a"'],
+    ['incr creates from zero', null, incr, wrote('1'), '1'],
+    ['incr adds', '41', incr, wrote('42'), '42'],
+    ['delete returns the deleted value', '"a"', del, wrote('"a"'), null],
+    ['delete of absent is refused', null, del, refused('absent', 'null'), null],
+  ] as const)('%s', (_name, state, input, output, next) => {
+    expect(step(state, input, output)).toBe(next);
+  });
+
+  it.each([
+    ['get missing while present', '"a"', read, get(false)],
+    ['get a wrong value', '"a"', read, get(true, '"b"')],
+    ['putIfAbsent wins while present', '"a"', pia('"w"'), wrote('"w"')],
+    ['incr skips a number', '1', incr, wrote('3')],
+    ['delete applied on absent', null, del, wrote('null')],
+  ] as const)('rejects: %s', (_name, state, input, output) => {
+    expect(step(state, input, output)).toBeUndefined();
+  });
+});
+
+describe('checkKey on hand-made histories', () => {
+  it('accepts a sequential put then get', () => {
+    expect(checkKey([op('a', put('"1"'), wrote('"1"'), 0, 1),
+      op('b', read, get(true, '"1"'), 2, 3)])).toBe('ok');
+  });
+
+  it('accepts a read concurrent with a put seeing either value', () => {
+    const base = [op('a', put('"1"'), wrote('"1"'), 0, 1), op('a', put('"2"'), wrote('"2"'), 2, 5)];
+    expect(checkKey([...base, op('b', read, get(true, '"1"'), 3, 4)])).toBe('ok');
+    expect(checkKey([...base, op('b', read, get(true, '"2"'), 3, 4)])).toBe('ok');
+  });
+
+  it('rejects a stale read after the write answered', () => {
+    expect(checkKey([op('a', put('"1"'), wrote('"1"'), 0, 1),
+      op('a', put('"2"'), wrote('"2"'), 2, 3),
+      op('b', read, get(true, '"1"'), 4, 5)])).toBe('violation');
+  });
+
+  it('rejects a value nobody wrote', () => {
+    expect(checkKey([op('b', read, get(true, '"x"'), 0, 1)])).toBe('violation');
+  });
+
+  it('rejects reads that go back in time', () => {
+    expect(checkKey([op('a', put('"1"'), wrote('"1"'), 0, 10),
+      op('b', read, get(true, '"1"'), 1, 2),
+      op('c', read, get(false), 3, 4)])).toBe('violation');
+  });
+
+  it('rejects two putIfAbsent winners, accepts one winner and a loser', () => {
+    expect(checkKey([op('a', pia('"a"'), wrote('"a"'), 0, 3),
+      op('b', pia('"b"'), wrote('"b"'), 1, 2)])).toBe('violation');
+    expect(checkKey([op('a', pia('"a"'), wrote('"a"'), 0, 3),
+      op('b', pia('"b"'), refused('exists', '"a"'), 1, 2)])).toBe('ok');
+  });
+
+  it('rejects a loser that reports a value other than the winner', () => {
+    expect(checkKey([op('a', pia('"a"'), wrote('"a"'), 0, 1),
+      op('b', pia('"b"'), refused('exists', '"zzz"'), 2, 3)])).toBe('violation');
+  });
+
+  it('counts concurrent increments once each', () => {
+    expect(checkKey([op('a', incr, wrote('2'), 0, 3), op('b', incr, wrote('1'), 1, 2)]))
+      .toBe('ok');
+    expect(checkKey([op('a', incr, wrote('1'), 0, 3), op('b', incr, wrote('1'), 1, 2)]))
+      .toBe('violation');
+  });
+
+  it('lets an unknown write take effect or not', () => {
+    const unknown = op('a', incr, null, 0, null);
+    expect(checkKey([unknown, op('b', read, get(true, '1'), 5, 6)])).toBe('ok');
+    expect(checkKey([unknown, op('b', read, get(false), 5, 6)])).toBe('ok');
+    expect(checkKey([unknown, op('b', read, get(true, '2'), 5, 6)])).toBe('violation');
+  });
+
+  it('does not let an unknown write act before it was invoked', () => {
+    expect(checkKey([op('b', read, get(true, '"u"'), 0, 1),
+      op('a', put('"u"'), null, 2, null)])).toBe('violation');
+  });
+
+  it('rejects a counter that lost an acknowledged increment', () => {
+    expect(checkKey([op('a', incr, wrote('1'), 0, 1), op('a', incr, wrote('2'), 2, 3),
+      op('b', read, get(true, '1'), 4, 5)])).toBe('violation');
+  });
+});
+
+describe('checkHistory', () => {
+  it('checks keys independently and names the bad key', () => {
+    const ops = [op('a', put('"1"'), wrote('"1"'), 0, 1, 'x'),
+      op('b', read, get(true, '"1"'), 2, 3, 'x'),
+      op('b', read, get(true, '"9"'), 4, 5, 'y')];
+    const verdict = checkHistory(ops);
+    expect(verdict.kind).toBe('violation');
+    expect(verdict.kind === 'violation' ? verdict.key : '').toBe('y');
+  });
+
+  it('accepts random histories that are linearizable by construction', () => {
+    const seed = testSeed();
+    const rng = new SimRandom(seed);
+    for (let round = 0; round < 200; round++) {
+      const ops = linearizableHistory(rng, rng.between(1, 30));
+      expect(checkKey(ops), `round ${round}`).toBe('ok');
+    }
+  });
+
+  it('catches a corrupted observation in random histories', () => {
+    const seed = testSeed();
+    const rng = new SimRandom(seed);
+    let caught = 0;
+    for (let round = 0; round < 200; round++) {
+      const ops = linearizableHistory(rng, rng.between(5, 30)).map((o) => ({ ...o }));
+      const gets = ops.filter((o) => o.output?.kind === 'get' && o.output.found);
+      const victim = gets[0];
+      if (victim === undefined) continue;
+      ops[ops.indexOf(victim)] = { ...victim, output: get(true, '"never-written"') };
+      expect(checkKey(ops), `round ${round}`).toBe('violation');
+      caught++;
+    }
+    expect(caught).toBeGreaterThan(50);
+  });
+});
+
+/**
+ * Runs ops sequentially against the model at linearization points, then widens each op's
+ * interval around its point without crossing real-time order the other way.
+ */
+function linearizableHistory(rng: SimRandom, count: number): HistoryOp[] {
+  const inputs: KvInput[] = [read, put('"p"'), pia('"q"'), incr, del];
+  let state: string | null = null;
+  const ops: HistoryOp[] = [];
+  for (let i = 0; i < count; i++) {
+    const input = rng.pick(inputs);
+    const usable = input.kind === 'incr' && state !== null && Number.isNaN(Number(state))
+      ? put(`"v${i}"`) : input.kind === 'put' ? put(`"v${i}"`) : input;
+    const output = observe(state, usable);
+    const next = step(state, usable, output);
+    if (next === undefined) throw new Error('the generator broke its own model');
+    state = next;
+    const point = i * 10 + 5;
+    const call = point - rng.between(0, 25);
+    const unknown = usable.kind !== 'get' && rng.chance(0.1);
+    const ret = unknown ? null : point + rng.between(0, 25);
+    ops.push(op(`c${i % 3}`, usable, unknown ? null : output, call, ret));
+  }
+  return ops;
+}
+
+function observe(state: string | null, input: KvInput): KvOutput {
+  switch (input.kind) {
+    case 'get': return state === null ? get(false) : get(true, state);
+    case 'put': return wrote(input.value);
+    case 'putIfAbsent': return state === null ? wrote(input.value) : refused('exists', state);
+    case 'incr': return wrote(String((state === null ? 0 : Number(state)) + input.delta));
+    case 'delete': return state === null ? refused('absent', 'null') : wrote(state);
+  }
+}

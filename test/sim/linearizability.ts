@@ -1,0 +1,211 @@
+/**
+ * A linearizability checker for the simulator's client histories, per key, after Wing and
+ * Gong, with Lowe's memoization (the algorithm Porcupine and Knossos use): search for an
+ * order of the operations that respects real time and that a small sequential KV model
+ * accepts, caching (set of linearized ops, model state) pairs already explored.
+ *
+ * An operation whose outcome is unknown (a 503 timeout, a crashed node) has its response at
+ * +infinity: it may take effect at any point after its invocation, or never (it then sits
+ * last, where it changes no observation). Pure: no I/O; the search is bounded by
+ * `SEARCH_STEPS_MAX` and answers `inconclusive` past it rather than running on.
+ */
+
+/** What a client asked of one key. Values are JSON text; counters hold integers. */
+export type KvInput =
+  | { readonly kind: 'get' }
+  | { readonly kind: 'put'; readonly value: string }
+  | { readonly kind: 'putIfAbsent'; readonly value: string }
+  | { readonly kind: 'incr'; readonly delta: number }
+  | { readonly kind: 'delete' };
+
+/** What the client saw. `value` is the result's JSON text (`"null"` for absent). */
+export type KvOutput =
+  | { readonly kind: 'get'; readonly found: boolean; readonly value: string | null }
+  | {
+      readonly kind: 'write';
+      readonly applied: boolean;
+      readonly reason: string | null;
+      readonly value: string;
+    };
+
+export interface HistoryOp {
+  readonly key: string;
+  readonly client: string;
+  readonly input: KvInput;
+  /** null: the outcome is unknown. */
+  readonly output: KvOutput | null;
+  /** Position of the invocation in the run's event order. */
+  readonly call: number;
+  /** Position of the response; Infinity when the outcome is unknown. */
+  readonly ret: number;
+}
+
+export type CheckResult =
+  | { readonly kind: 'ok' }
+  | { readonly kind: 'violation'; readonly key: string; readonly ops: readonly HistoryOp[] }
+  | { readonly kind: 'inconclusive'; readonly key: string; readonly steps: number };
+
+/** Search steps per key before the checker gives up (`inconclusive`). */
+export const SEARCH_STEPS_MAX = 2_000_000;
+/** Operations one key's history may hold; a longer history is a bug in the caller. */
+export const OPS_PER_KEY_MAX = 5_000;
+
+/** The model: the key's JSON value, or null when absent. */
+type State = string | null;
+
+/** The sequential KV model: the next state, or undefined when `output` is impossible. */
+export function step(state: State, input: KvInput, output: KvOutput | null):
+  State | undefined {
+  const next = effect(state, input);
+  if (output === null) return next;
+  switch (input.kind) {
+    case 'get':
+      if (output.kind !== 'get' || output.found !== (state !== null)) return undefined;
+      return state === null || output.value === state ? state : undefined;
+    case 'put':
+      return isWrite(output, true, null, input.value) ? next : undefined;
+    case 'putIfAbsent':
+      if (state === null) return isWrite(output, true, null, input.value) ? next : undefined;
+      return isWrite(output, false, 'exists', state) ? next : undefined;
+    case 'incr':
+      return isWrite(output, true, null, next ?? '') ? next : undefined;
+    case 'delete':
+      if (state === null) return isWrite(output, false, 'absent', 'null') ? next : undefined;
+      return isWrite(output, true, null, state) ? next : undefined;
+  }
+}
+
+function isWrite(output: KvOutput, applied: boolean, reason: string | null, value: string):
+  boolean {
+  return output.kind === 'write' && output.applied === applied && output.reason === reason &&
+    output.value === value;
+}
+
+function effect(state: State, input: KvInput): State {
+  switch (input.kind) {
+    case 'get': return state;
+    case 'put': return input.value;
+    case 'putIfAbsent': return state ?? input.value;
+    case 'incr': return String((state === null ? 0 : Number(state)) + input.delta);
+    case 'delete': return null;
+  }
+}
+
+interface Node {
+  readonly op: number;
+  readonly isCall: boolean;
+  /** For a call: its return node. */
+  match: Node | null;
+  prev: Node | null;
+  next: Node | null;
+}
+
+function buildList(ops: readonly HistoryOp[]): Node {
+  const events: Array<{ time: number; op: number; isCall: boolean }> = [];
+  ops.forEach((op, i) => {
+    events.push({ time: op.call, op: i, isCall: true });
+    events.push({ time: op.ret, op: i, isCall: false });
+  });
+  // Calls before returns at equal times is the permissive choice; the runner's times are
+  // distinct anyway, except the shared +infinity of unknown outcomes.
+  events.sort((a, b) => a.time - b.time || (a.isCall === b.isCall ? a.op - b.op :
+    a.isCall ? -1 : 1));
+  const head: Node = { op: -1, isCall: false, match: null, prev: null, next: null };
+  const calls = new Map<number, Node>();
+  let tail = head;
+  for (const event of events) {
+    const node: Node = { op: event.op, isCall: event.isCall, match: null, prev: tail, next: null };
+    tail.next = node;
+    tail = node;
+    if (event.isCall) calls.set(event.op, node);
+    else (calls.get(event.op) as Node).match = node;
+  }
+  return head;
+}
+
+function lift(call: Node): void {
+  const ret = call.match as Node;
+  (call.prev as Node).next = call.next;
+  if (call.next !== null) call.next.prev = call.prev;
+  (ret.prev as Node).next = ret.next;
+  if (ret.next !== null) ret.next.prev = ret.prev;
+}
+
+function unlift(call: Node): void {
+  const ret = call.match as Node;
+  (ret.prev as Node).next = ret;
+  if (ret.next !== null) ret.next.prev = ret;
+  (call.prev as Node).next = call;
+  if (call.next !== null) call.next.prev = call;
+}
+
+/** Checks one key's history from the initial state (absent). */
+export function checkKey(ops: readonly HistoryOp[], initial: State = null):
+  'ok' | 'violation' | number {
+  if (ops.length > OPS_PER_KEY_MAX) throw new Error(`history of ${ops.length} ops on one key`);
+  const head = buildList(ops);
+  const linearized = new Uint32Array(Math.ceil(ops.length / 32) + 1);
+  const seen = new Set<string>();
+  const stack: Array<{ node: Node; state: State }> = [];
+  let state = initial;
+  let entry = head.next;
+  for (let steps = 0; head.next !== null; steps++) {
+    if (steps >= SEARCH_STEPS_MAX) return steps;
+    if (entry === null) return 'violation'; // unreachable: a return always ends the list
+    if (entry.isCall) {
+      const op = ops[entry.op] as HistoryOp;
+      const next = step(state, op.input, op.output);
+      if (next !== undefined) {
+        linearized[entry.op >> 5]! |= 1 << (entry.op & 31);
+        const key = `${linearized.join(',')}|${next === null ? '\u0000' : next}`;
+        if (!seen.has(key)) {
+          seen.add(key);
+          stack.push({ node: entry, state });
+          state = next;
+          lift(entry);
+          entry = head.next;
+          continue;
+        }
+        linearized[entry.op >> 5]! &= ~(1 << (entry.op & 31));
+      }
+      entry = entry.next;
+      continue;
+    }
+    // A return whose call is not linearized yet: undo the last choice.
+    const top = stack.pop();
+    if (top === undefined) return 'violation';
+    linearized[top.node.op >> 5]! &= ~(1 << (top.node.op & 31));
+    state = top.state;
+    unlift(top.node);
+    entry = top.node.next;
+  }
+  return 'ok';
+}
+
+/** Checks every key's history independently (linearizability is local). */
+export function checkHistory(ops: readonly HistoryOp[]): CheckResult {
+  const byKey = new Map<string, HistoryOp[]>();
+  for (const op of ops) {
+    const list = byKey.get(op.key);
+    if (list === undefined) byKey.set(op.key, [op]);
+    else list.push(op);
+  }
+  for (const [key, list] of [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+    const verdict = checkKey(list);
+    if (verdict === 'violation') return { kind: 'violation', key, ops: list };
+    if (typeof verdict === 'number') return { kind: 'inconclusive', key, steps: verdict };
+  }
+  return { kind: 'ok' };
+}
+
+/** One line per op, for a failure report. */
+export function describeOp(op: HistoryOp): string {
+  const input = op.input.kind === 'put' || op.input.kind === 'putIfAbsent'
+    ? `${op.input.kind}(${op.input.value})`
+    : op.input.kind === 'incr' ? `incr(${op.input.delta})` : op.input.kind;
+  const out = op.output === null ? 'unknown'
+    : op.output.kind === 'get' ? (op.output.found ? `found ${op.output.value}` : 'missing')
+      : `${op.output.applied ? 'applied' : `refused ${op.output.reason}`} ${op.output.value}`;
+  const ret = op.ret === Infinity ? 'inf' : String(op.ret);
+  return `[${op.call}..${ret}] ${op.client} ${op.key} ${input} -> ${out}`;
+}
