@@ -169,6 +169,9 @@ export class FileStorage implements Storage {
     const refuse = (detail: string): StorageCorruptionError =>
       new StorageCorruptionError(fallback.path, fallback.decode.offset,
         `${fallback.decode.reason}; cannot fall back to snapshot ${snapshotIndex}: ${detail}`);
+    const uncovered = `the log does not cover indexes ${snapshotIndex + 1}..${fallback.index}`;
+    const [firstSegment] = await this.wal.segmentFirstIndexes();
+    if (firstSegment === undefined || firstSegment > snapshotIndex + 1) throw refuse(uncovered);
     let log: WalRecovery;
     try {
       log = await this.wal.recover(snapshotIndex);
@@ -178,7 +181,7 @@ export class FileStorage implements Storage {
     }
     const first = log.firstRecordIndex;
     if (first === null || first > snapshotIndex + 1 || log.lastIndex < fallback.index) {
-      throw refuse(`the log does not cover indexes ${snapshotIndex + 1}..${fallback.index}`);
+      throw refuse(uncovered);
     }
     await setAsideSnapshot(this.snapDir, fallback.index, this.observe);
     return log;

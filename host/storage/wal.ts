@@ -409,13 +409,18 @@ export class Wal {
     return { entries, firstRecordIndex, lastIndex: this.lastIndexValue };
   }
 
-  /** Segment first indexes in order, after unlinking those wholly covered by the snapshot. */
-  private async retainedSegmentNames(snapshotIndex: number): Promise<number[]> {
-    const names = (await readdir(this.walDir))
+  /** The first index of every segment file on disk, ascending. Reads the directory only. */
+  async segmentFirstIndexes(): Promise<number[]> {
+    return (await readdir(this.walDir))
       .map((name) => SEGMENT_NAME.exec(name)?.[1])
       .filter((digits): digits is string => digits !== undefined)
       .map(Number)
       .sort((a, b) => a - b);
+  }
+
+  /** Segment first indexes in order, after unlinking those wholly covered by the snapshot. */
+  private async retainedSegmentNames(snapshotIndex: number): Promise<number[]> {
+    const names = await this.segmentFirstIndexes();
     if (names.length > SEGMENT_COUNT_MAX) {
       throw new StorageCorruptionError(this.walDir, 0, `${names.length} segments exceed the bound`);
     }
