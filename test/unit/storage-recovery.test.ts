@@ -1,7 +1,9 @@
 // Recovery rules of storage.ts on damaged files: a torn tail at the very end of the newest
 // segment is cut; damage anywhere else is a StorageCorruptionError naming file and offset.
 // Randomized cases print their seed and replay from env SEED.
-import { appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import {
+  appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
