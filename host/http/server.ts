@@ -378,8 +378,14 @@ class HttpApp {
       tenant: exchange.tenant,
       reason,
     };
-    if (status >= 500) this.deps.logger.warn(fields, 'request');
-    else this.deps.logger.info(fields, 'request');
+    if (answer instanceof KvError && answer.error === 'internal_error') {
+      // A machine-refused command is a host bug: its detail belongs in the log.
+      this.deps.logger.error({ ...fields, detail: answer.detail }, 'request');
+    } else if (status >= 500) {
+      this.deps.logger.warn(fields, 'request');
+    } else {
+      this.deps.logger.info(fields, 'request');
+    }
   }
 
   drain(timeoutMs: number): Promise<void> {
