@@ -1,0 +1,315 @@
+/**
+ * Table tests for every rule of the spec the machine decides: the closed reason taxonomy
+ * (kv-routes.md), expect 0 / N (WIRE.md "Result elements"), incr (WIRE.md "incr"), TTL by
+ * entry time, required aborts, reads after writes, ceilings, versions, pause, grant, quota.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  Harness, put, putIfAbsent, del, incr, get, getMany, getPrefix, check, ttl, quotaOf, w, NS,
+} from './machine-helpers.js';
+
+describe('reason taxonomy (kv-routes.md, "The closed reason taxonomy")', () => {
+  it('exists: put with expect 0 over a live row; the loser gets the winner', () => {
+    const h = new Harness();
+    expect(h.one(putIfAbsent('ord_8812', '{"chargeId":"ch_8812"}'))).toEqual(
+      w(true, null, 'ord_8812', '{"chargeId":"ch_8812"}', 1));
+    expect(h.one(putIfAbsent('ord_8812', '{"chargeId":"other"}'))).toEqual(
+      w(false, 'exists', 'ord_8812', '{"chargeId":"ch_8812"}', 1));
+  });
+  it('absent: put or delete with expect N > 0 and no live row; never creates', () => {
+    const h = new Harness();
+    expect(h.one(put('k', '1', { expect: 7 }))).toEqual(w(false, 'absent', 'k', 'null', 0));
+    expect(h.one(del('k', { expect: 7 }))).toEqual(w(false, 'absent', 'k', 'null', 0));
+    expect(h.one(get('k'))).toEqual({ kind: 'get', found: false, key: 'k' });
+  });
+  it('version: put or delete with expect N > 0 on another version', () => {
+    const h = new Harness();
+    h.one(put('k', '"a"'));
+    expect(h.one(put('k', '"b"', { expect: 9 }))).toEqual(w(false, 'version', 'k', '"a"', 1));
+    expect(h.one(del('k', { expect: 9 }))).toEqual(w(false, 'version', 'k', '"a"', 1));
+    expect(h.one(put('k', '"b"', { expect: 1 }))).toEqual(w(true, null, 'k', '"b"', 2));
+  });
+  it('limit: incr past max, or delta itself outside min/max', () => {
+    const h = new Harness();
+    expect(h.one(incr('c', '1', { max: '2' }))).toEqual(w(true, null, 'c', '1', 1));
+    expect(h.one(incr('c', '1', { max: '2' }))).toEqual(w(true, null, 'c', '2', 2));
+    expect(h.one(incr('c', '1', { max: '2' }))).toEqual(w(false, 'limit', 'c', '2', 2));
+    expect(h.one(incr('c', '-5', { min: '-3' }))).toEqual(w(false, 'limit', 'c', '2', 2));
+    expect(h.one(incr('new', '5', { max: '3' }))).toEqual(w(false, 'limit', 'new', '0', 0));
+  });
+  it('type: incr on a live non-number', () => {
+    const h = new Harness();
+    h.one(put('c', '{"n":1}'));
+    expect(h.one(incr('c', '1'))).toEqual(w(false, 'type', 'c', '{"n":1}', 1));
+  });
+});
+
+describe('expect and delete (WIRE.md, "Result elements")', () => {
+  it('expect 0 wins over an expired row the sweeper has not pruned', () => {
+    const h = new Harness();
+    h.one(put('k', '"old"', { expiry: ttl(1) }));
+    h.now += 1000;
+    expect(h.one(putIfAbsent('k', '"new"'))).toEqual(w(true, null, 'k', '"new"', 2));
+  });
+  it('delete of an absent or expired key is absent; expect 0 applies when absent', () => {
+    const h = new Harness();
+    expect(h.one(del('k'))).toEqual(w(false, 'absent', 'k', 'null', 0));
+    expect(h.one(del('k', { expect: 0 }))).toEqual(w(true, null, 'k', 'null', 0));
+    h.one(put('k', '5', { expiry: ttl(1) }));
+    expect(h.one(del('k', { expect: 0 }))).toEqual(w(false, 'exists', 'k', '5', 1));
+    h.now += 1000;
+    expect(h.one(del('k'))).toEqual(w(false, 'absent', 'k', 'null', 0));
+  });
+  it('delete applied returns the deleted value and its last version', () => {
+    const h = new Harness();
+    h.one(put('k', '[1]'));
+    expect(h.one(del('k', { expect: 1 }))).toEqual(w(true, null, 'k', '[1]', 1));
+    expect(h.one(get('k'))).toEqual({ kind: 'get', found: false, key: 'k' });
+  });
+  it('null is a value: found with value null', () => {
+    const h = new Harness();
+    h.one(put('k', 'null'));
+    expect(h.one(get('k'))).toMatchObject({ found: true, valueJson: 'null', version: 1 });
+  });
+  it('check asserts a version and writes nothing', () => {
+    const h = new Harness();
+    expect(h.one(check('k', 0))).toEqual(w(true, null, 'k', 'null', 0));
+    h.one(put('k', '1'));
+    expect(h.one(check('k', 1))).toEqual(w(true, null, 'k', '1', 1));
+    expect(h.one(check('k', 2))).toEqual(w(false, 'version', 'k', '1', 1));
+    expect(h.one(check('k', 0))).toEqual(w(false, 'exists', 'k', '1', 1));
+    expect(h.one(check('x', 3))).toEqual(w(false, 'absent', 'x', 'null', 0));
+  });
+});
+
+describe('incr (WIRE.md, "incr")', () => {
+  it('exact decimals: 0.1 + 0.2 stores 0.3', () => {
+    const h = new Harness();
+    h.one(incr('c', '0.1'));
+    expect(h.one(incr('c', '0.2'))).toMatchObject({ applied: true, valueJson: '0.3' });
+  });
+  it.each([
+    ['1e2', '1', '101'], ['-0', '0.5', '0.5'], ['2.50', '-2.5', '0'], ['1E-3', '0.001', '0.002'],
+    ['9007199254740990', '1', '9007199254740991'], ['12.5e1', '-125', '0'],
+  ])('stored %s + %s = %s', (stored, delta, sum) => {
+    const h = new Harness();
+    h.one(put('c', stored));
+    expect(h.one(incr('c', delta))).toMatchObject({ applied: true, valueJson: sum });
+  });
+  it('|result| > 2^53 - 1 is limit', () => {
+    const h = new Harness();
+    h.one(put('c', '9007199254740991'));
+    expect(h.one(incr('c', '1'))).toEqual(w(false, 'limit', 'c', '9007199254740991', 1));
+    expect(h.one(incr('d', '-9007199254740991.5'))).toEqual(w(false, 'limit', 'd', '0', 0));
+  });
+  it('TTL is create-only: a live counter keeps its expiry', () => {
+    const h = new Harness();
+    h.one(incr('c', '1', { expiry: ttl(10) }));
+    h.now += 5000;
+    h.one(incr('c', '1', { expiry: ttl(100) }));
+    const r = h.read([getMany('c')])[0]!;
+    expect(r).toMatchObject({ rows: [{ valueJson: '2', expiresAtMs: 1_010_000,
+      updatedAtMs: 1_005_000 }] });
+  });
+  it('an expired counter, numeric or not, counts from zero with the new TTL', () => {
+    const h = new Harness();
+    h.one(put('c', '"text"', { expiry: ttl(1) }));
+    h.one(put('n', '41', { expiry: ttl(1) }));
+    h.now += 1000;
+    expect(h.one(incr('c', '1', { expiry: ttl(5) }))).toMatchObject({ applied: true,
+      valueJson: '1' });
+    expect(h.one(incr('n', '1', { expiry: ttl(5) }))).toMatchObject({ applied: true,
+      valueJson: '1' });
+    expect(h.read([getMany('c')])[0]).toMatchObject({ rows: [{ expiresAtMs: 1_006_000 }] });
+  });
+  it('the rate limiter example: max 1000 admits exactly 1000', () => {
+    const h = new Harness();
+    let admitted = 0;
+    for (let i = 0; i < 1005; i++) {
+      const r = h.one(incr('acme:2026-08-17T14', '1', { max: '1000', expiry: ttl(3600) }));
+      if (r.kind === 'write' && r.applied) admitted++;
+    }
+    expect(admitted).toBe(1000);
+  });
+});
+
+describe('TTL by entry time', () => {
+  it('a key is invisible exactly at expiresAt', () => {
+    const h = new Harness();
+    h.one(put('k', '1', { expiry: ttl(2) }));
+    expect(h.read([get('k')], { now: h.now + 1999 })[0]).toMatchObject({ found: true });
+    expect(h.read([get('k')], { now: h.now + 2000 })[0]).toMatchObject({ found: false });
+  });
+  it('put replaces value and expiry', () => {
+    const h = new Harness();
+    h.one(put('k', '1', { expiry: ttl(2) }));
+    h.one(put('k', '2'));
+    expect(h.read([get('k')], { now: h.now + 5000 })[0]).toMatchObject({ found: true,
+      valueJson: '2', expiresAtMs: null });
+  });
+  it('a read evaluates expiry at max(now, last entry time)', () => {
+    const h = new Harness();
+    h.one(put('k', '1', { expiry: ttl(1) }));
+    h.now += 1000;
+    h.entry({ kind: 'noop' });
+    expect(h.read([get('k')], { now: 0 })[0]).toMatchObject({ found: false });
+  });
+  it('sweep removes up to N expired keys and reports the count', () => {
+    const h = new Harness();
+    h.ok(['a', 'b', 'c'].map((k) => put(k, '1', { expiry: ttl(1) })));
+    h.one(put('keep', '1'));
+    h.now += 1000;
+    expect(h.entry({ kind: 'sweep', maxKeys: 2 })).toEqual({ kind: 'sweep', removedKeys: 2 });
+    expect(h.entry({ kind: 'sweep', maxKeys: 2 })).toEqual({ kind: 'sweep', removedKeys: 1 });
+    expect(h.m.liveKeyCount()).toBe(1);
+  });
+});
+
+describe('calls (WIRE.md, "Calls with writes")', () => {
+  it('reads see the writes of their own call, whatever their position', () => {
+    const h = new Harness();
+    const [g, p] = h.ok([get('k'), put('k', '"v"')]);
+    expect(g).toMatchObject({ kind: 'get', found: true, valueJson: '"v"', version: 1 });
+    expect(p).toEqual(w(true, null, 'k', '"v"', 1));
+  });
+  it('a lost required aborts everything: the spec example', () => {
+    const h = new Harness();
+    h.one(putIfAbsent('ord_8812', '{"chargeId":"ch_8812"}'));
+    const out = h.call([putIfAbsent('ord_8812', '{"x":1}', { required: true }),
+      put('other', '1')]);
+    expect(out).toEqual({ status: 'precondition', failedIndex: 0, kvReason: 'exists',
+      version: 1, valueJson: '{"chargeId":"ch_8812"}' });
+    expect(h.one(get('other'))).toMatchObject({ found: false });
+  });
+  it('the lowest failed index wins, a check below a failed write included', () => {
+    const h = new Harness();
+    h.one(put('a', '1'));
+    const out = h.call([put('z', '1'), check('a', 5, true), del('q', { required: true })]);
+    expect(out).toMatchObject({ status: 'precondition', failedIndex: 1, kvReason: 'version',
+      version: 1, valueJson: '1' });
+    expect(h.read([get('z')])[0]).toMatchObject({ found: false });
+  });
+  it('versions of an aborted call are never reused', () => {
+    const h = new Harness();
+    h.call([put('a', '1'), del('nope', { required: true })]);
+    expect(h.one(put('b', '1'))).toMatchObject({ version: 2 });
+  });
+  it('non-required losers do not stop the others', () => {
+    const h = new Harness();
+    const r = h.ok([put('a', '1', { expect: 3 }), put('b', '2')]);
+    expect(r.map((x) => x.kind === 'write' && x.applied)).toEqual([false, true]);
+  });
+});
+
+describe('reads', () => {
+  it('getMany: rows in key byte order, missing in request order', () => {
+    const h = new Harness();
+    h.ok([put('b', '1'), put('é', '2'), put('a', '3')]);
+    const [r] = h.read([getMany('zz', 'é', 'b', 'y', 'a')]);
+    expect(r).toMatchObject({ rows: [{ key: 'a' }, { key: 'b' }, { key: 'é' }],
+      missing: ['zz', 'y'], truncated: false });
+  });
+  it('getPrefix pages with after, limit, nextAfter; the key equal to the prefix is under it', () => {
+    const h = new Harness();
+    h.ok(['ord', 'ord/1', 'ord/2', 'ord/3', 'orc', 'ore'].map((k) => put(k, '0')));
+    const [p1] = h.read([getPrefix('ord', { limit: 2 })]);
+    expect(p1).toMatchObject({ rows: [{ key: 'ord' }, { key: 'ord/1' }], truncated: true,
+      nextAfter: 'ord/1' });
+    const [p2] = h.read([getPrefix('ord', { limit: 2, after: 'ord/1' })]);
+    expect(p2).toMatchObject({ rows: [{ key: 'ord/2' }, { key: 'ord/3' }], truncated: false,
+      nextAfter: null });
+    const [k] = h.read([getPrefix('ord/', { keysOnly: true })]);
+    expect(k).toMatchObject({ rows: [{ key: 'ord/1', valueJson: null }, { key: 'ord/2' },
+      { key: 'ord/3' }] });
+  });
+  it('the byte ceiling keeps the crossing row, then stops with truncated', () => {
+    const h = new Harness();
+    h.ok(['ka', 'kb', 'kc', 'kd'].map((k) => put(k, '"xxxx"')));
+    const [m] = h.read([getMany('kb', 'ka', 'zz')], { ceiling: 1 });
+    expect(m).toEqual({ kind: 'getMany', rows: [expect.objectContaining({ key: 'ka' })],
+      missing: [], truncated: true });
+    const [p, n, g] = h.read([getPrefix('k'), getMany('kc'), get('kd')], { ceiling: 7 });
+    expect(p).toMatchObject({ rows: [{ key: 'ka' }, { key: 'kb' }], truncated: true,
+      nextAfter: 'kb' });
+    expect(n).toEqual({ kind: 'getMany', rows: [], missing: [], truncated: true });
+    expect(g).toMatchObject({ found: true });
+    const [all] = h.read([getPrefix('k')], { ceiling: 24 });
+    expect(all).toMatchObject({ truncated: false, nextAfter: null });
+  });
+  it('tenants never see each other', () => {
+    const h = new Harness();
+    h.ok([put('k', '1')], { tenant: 't1' });
+    expect(h.read([get('k')], { tenant: 't2' })[0]).toMatchObject({ found: false });
+    expect(h.read([getPrefix('k')], { tenant: 't2' })[0]).toMatchObject({ rows: [] });
+  });
+});
+
+describe('versions, pause, grant, quota', () => {
+  it('versions: one counter, strictly increasing across delete and re-create and restore', () => {
+    const h = new Harness();
+    h.one(put('k', '1'));
+    h.one(del('k'));
+    expect(h.one(put('k', '1'))).toMatchObject({ version: 2 });
+    const h2 = new Harness();
+    h2.m.restore(h.m.snapshot());
+    h2.index = h.index;
+    expect(h2.one(put('j', '1'))).toMatchObject({ version: 3 });
+  });
+  it('paused refuses calls and reads; resume lets them through', () => {
+    const h = new Harness();
+    h.entry({ kind: 'setPaused', paused: true });
+    expect(h.m.isPaused()).toBe(true);
+    expect(h.call([put('k', '1')])).toEqual({ status: 'paused' });
+    h.entry({ kind: 'setPaused', paused: false });
+    expect(h.call([put('k', '1')]).status).toBe('ok');
+  });
+  it('grant: a write needs an enabled quota row when grants are required', () => {
+    const h = new Harness();
+    expect(h.call([put('k', '1')], { requireGrant: true })).toEqual({ status: 'notGranted' });
+    h.entry({ kind: 'setQuota', tenant: 't', quota: quotaOf({ enabled: false }) });
+    expect(h.call([put('k', '1')], { tenant: 't', requireGrant: true }).status)
+      .toBe('notGranted');
+    h.entry({ kind: 'setQuota', tenant: 't', quota: quotaOf({ maxRows: 5 }) });
+    expect(h.call([put('k', '1')], { tenant: 't', requireGrant: true }).status).toBe('ok');
+    expect(h.m.quota('t')).toEqual(quotaOf({ maxRows: 5 }));
+    expect(h.m.quota('nobody')).toBeNull();
+  });
+  it('quota: a call that grows past maxRows is refused whole; deletes always pass', () => {
+    const h = new Harness();
+    h.entry({ kind: 'setQuota', tenant: 't', quota: quotaOf({ maxRows: 2 }) });
+    h.ok([put('a', '1'), put('b', '1')], { tenant: 't' });
+    expect(h.call([put('c', '1'), put('a', '2')], { tenant: 't' }))
+      .toEqual({ status: 'quotaExceeded' });
+    expect(h.read([get('a')], { tenant: 't' })[0]).toMatchObject({ valueJson: '1' });
+    h.entry({ kind: 'setQuota', tenant: 't', quota: quotaOf({ maxRows: 1 }) });
+    expect(h.call([del('a')], { tenant: 't' }).status).toBe('ok');
+    expect(h.m.usage('t')).toEqual({ rows: 1, bytes: 2 });
+  });
+  it('quota bytes count key UTF-8 bytes plus value JSON bytes', () => {
+    const h = new Harness();
+    h.ok([put('é', '"日"')], { tenant: 't' });
+    expect(h.m.usage('t')).toEqual({ rows: 1, bytes: 2 + 5 });
+    expect(h.m.tenantsUsage(10)).toEqual([{ tenant: 't', rows: 1, bytes: 7 }]);
+  });
+});
+
+describe('the wrapper', () => {
+  it('appliedIndex advances; an index not after it is refused', () => {
+    const h = new Harness();
+    h.entry({ kind: 'noop' });
+    expect(h.m.appliedIndex).toBe(1);
+    expect(() => h.m.apply(1, h.now, new Uint8Array([5]))).toThrow(/not after/);
+  });
+  it('a malformed command is invalid and still advances appliedIndex', () => {
+    const h = new Harness();
+    expect(h.m.apply(1, 5, new Uint8Array([1, 0, 1]))).toMatchObject({ kind: 'invalid' });
+    expect(h.m.appliedIndex).toBe(1);
+  });
+  it('restore refuses bytes that are not a snapshot and keeps the state', () => {
+    const h = new Harness();
+    h.one(put('k', '1'));
+    const d = h.m.digest();
+    expect(() => h.m.restore(new Uint8Array([1, 2, 3]))).toThrow(/invalid snapshot/);
+    expect(h.m.digest()).toBe(d);
+  });
+});
