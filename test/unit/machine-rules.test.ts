@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   Harness, put, putIfAbsent, del, incr, get, getMany, getPrefix, check, ttl, quotaOf, w, NS,
-} from './machine-helpers.js';
+} from '../model/machine-harness.js';
 
 describe('reason taxonomy (kv-routes.md, "The closed reason taxonomy")', () => {
   it('exists: put with expect 0 over a live row; the loser gets the winner', () => {
