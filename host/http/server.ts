@@ -344,6 +344,8 @@ class HttpApp {
 
   private write(res: Response, exchange: Exchange, answer: Answer): number {
     if (res.completed) return answer.status;
+    // A HEAD answer must carry no body: bytes after it would corrupt a keep-alive stream.
+    const bodyless = exchange.method === 'HEAD';
     res.status(answer.status);
     res.header('x-request-id', exchange.requestId);
     if (answer instanceof KvError) {
@@ -354,11 +356,11 @@ class HttpApp {
       if (answer.status === 405 && exchange.route !== null) {
         res.header('allow', exchange.route.allow);
       }
-      res.send(errorBody(answer));
+      res.send(bodyless ? '' : errorBody(answer));
     } else {
       res.header('content-type', answer.contentType);
       if (answer.etag !== null) res.header('etag', answer.etag);
-      res.send(answer.body);
+      res.send(bodyless ? '' : answer.body);
     }
     return answer.status;
   }

@@ -5,7 +5,7 @@
  * machine is the real implementation and is tested on its own.
  */
 import type {
-  CallOutcome, KvCall, KvOp, OpResult, QuotaSettings, Row,
+  CallOutcome, KvCall, KvOp, KvReason, OpResult, QuotaSettings, Row,
 } from '../../host/machine/commands.js';
 import type { NodeHealth, QuotaView, ServiceResult, Unavailable } from '../../host/node/service.js';
 import type { KvService } from '../../host/node/service.js';
@@ -110,8 +110,11 @@ export class FakeKvService implements KvService {
       case 'incr': {
         const r = row(op.key);
         const current = r === null ? 0 : Number(r.valueJson);
+        if (!Number.isFinite(current)) return write('type', op.key, r);
         const next = current + Number(op.delta);
-        if (op.max !== null && next > Number(op.max)) return write('limit', op.key, r);
+        const outside = (op.max !== null && next > Number(op.max)) ||
+          (op.min !== null && next < Number(op.min)) || !Number.isSafeInteger(Math.trunc(next));
+        if (outside) return write('limit', op.key, r);
         const stored = { valueJson: String(next), version: ++this.version,
           expiresAtMs: r?.expiresAtMs ?? null, updatedAtMs: this.nowMs };
         this.rows.set(this.id(tenant, op.ns, op.key), stored);
@@ -179,7 +182,7 @@ function verdict(row: Stored | null, expect: number): 'exists' | 'absent' | 'ver
   return row.version === expect ? null : 'version';
 }
 
-function write(reason: 'exists' | 'absent' | 'version' | 'limit' | null, key: string,
+function write(reason: KvReason | null, key: string,
   row: Stored | null): OpResult {
   return { kind: 'write', applied: reason === null, reason, key,
     valueJson: row === null ? 'null' : row.valueJson, version: row === null ? 0 : row.version };
