@@ -90,6 +90,13 @@ export class SimNetwork {
     this.trace.log('net', `block ${from} -> ${to}`);
   }
 
+  /** Ends every partition and one-way block; clogged links stay clogged. */
+  clearBlocks(): void {
+    if (this.blocked.size === 0) return;
+    this.blocked.clear();
+    this.trace.log('net', 'partitions healed');
+  }
+
   clog(from: string, to: string): void {
     const link = this.link(from, to);
     link.clogged = true;

@@ -206,6 +206,13 @@ export class SimStorage implements Storage {
     return Promise.resolve();
   }
 
+  /** The log as the driver wrote it (synced or not), after the durable snapshot. */
+  logView(): { snapshotIndex: number; snapshotTerm: number; entries: readonly Entry[] } {
+    const meta = this.disk.snapshot?.meta;
+    return { snapshotIndex: meta?.index ?? 0, snapshotTerm: meta?.term ?? 0,
+      entries: this.volatileLog };
+  }
+
   /** The entry the driver wrote at `index` (synced or not), or null. */
   volatileEntry(index: number): Entry | null {
     const head = this.volatileLog[0]?.index;
