@@ -16,7 +16,8 @@
  * machine trap is a bug and crashes it too, naming the entry. Everything the driver queues is
  * bounded, and every client wait ends by `requestTimeoutMs` at the latest.
  */
-import { createRaft, type Message, type RaftCore, type Ready } from '../core/raft/raft.js';
+import { createRaft, type RaftCore, type Ready } from '../core/raft/raft.js';
+import type { Message } from '../core/raft/messages.js';
 import { decodeMessage, encodeMessage } from '../core/raft/message-codec.js';
 import type { Entry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import {
@@ -295,7 +296,13 @@ export class Replica implements KvService {
     const result = this.core.propose(data, this.deps.scheduler.nowMs());
     if (result.kind === 'dropped') {
       this.nextSeq--;
-      this.writesAwaitingLeader.push(pending);
+      if (result.reason === 'no-leader' || result.reason === 'transferring') {
+        this.writesAwaitingLeader.push(pending);
+        return;
+      }
+      pending.timer.cancel();
+      pending.settle(unavailable('overloaded', result.reason === 'busy'
+        ? 'too many uncommitted entries: the cluster is behind' : 'the entry is too large'));
       return;
     }
     pending.seq = seq;

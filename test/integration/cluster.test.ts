@@ -35,7 +35,7 @@ function live(): NodeProcess[] {
   return members.flatMap((m) => (m.process === null ? [] : [m.process]));
 }
 
-/** Waits until every live node agrees on one leader, and returns its id. */
+/** Waits until every live node names the same live leader, and returns its id. */
 async function agreedLeader(): Promise<string> {
   const deadline = Date.now() + LEADER_WAIT_MS;
   while (Date.now() < deadline) {
@@ -43,7 +43,8 @@ async function agreedLeader(): Promise<string> {
       .then((r) => r.body, () => null)));
     const leaders = new Set(healths.map((h) => h?.leader ?? null));
     const [leader] = [...leaders];
-    if (leaders.size === 1 && typeof leader === 'string') return leader;
+    const leaderIsLive = members.some((m) => m.id === leader && m.process !== null);
+    if (leaders.size === 1 && typeof leader === 'string' && leaderIsLive) return leader;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error('the cluster did not agree on a leader');

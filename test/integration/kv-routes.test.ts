@@ -298,7 +298,7 @@ describe('validation', () => {
     bad('kv_bad_request', [{ op: 'getMany', ns: 'a', keys: [] }]),
     bad('kv_bad_request', [{ op: 'put', ns: 'a', key: 'k', forever: true }]),
     bad('kv_bad_request', [{ op: 'incr', ns: 'a', key: 'k', delta: '1', forever: true }]),
-    bad('kv_bad_request', [{ op: 'get', ns: 'a', key: 'k', required: 'yes' }]),
+    bad('kv_bad_request', [{ op: 'delete', ns: 'a', key: 'k', required: 'yes' }]),
     bad('kv_value_too_large', [{ op: 'put', ns: 'a', key: 'k', value: 'x'.repeat(65536),
       forever: true }], 413, 'payload_too_large'),
     bad('kv_key_too_large', [{ op: 'get', ns: 'a', key: 'é'.repeat(257) }], 413,
