@@ -241,7 +241,9 @@ export class FileStorage implements Storage {
   /**
    * Flushes what is buffered, writes the snapshot durably, keeps the newest two, then drops
    * WAL segments whose entries are all <= meta.index. `meta.index` may pass the log's end
-   * (a snapshot from the leader): the log then restarts after it.
+   * (a snapshot from the leader): the log then restarts after it. When the log holds an
+   * entry at `meta.index` with a term other than `meta.term`, the log from there on is
+   * discarded (Raft §7); when the terms match, entries after `meta.index` stay.
    */
   saveSnapshot(meta: SnapshotMeta, data: Uint8Array): Promise<void> {
     try {
@@ -257,6 +259,12 @@ export class FileStorage implements Storage {
     return this.exclusive(async () => {
       await this.flushAll(true);
       try {
+        // §7: a log entry at the snapshot's index with another term was never committed;
+        // it and everything after it go, durably, before the snapshot lands.
+        const termAtIndex = await this.wal.termAt(meta.index);
+        if (termAtIndex !== null && termAtIndex !== meta.term && meta.index > this.snapshotIndex) {
+          await this.wal.truncateDurably(meta.index);
+        }
         await writeSnapshotFile(this.snapDir, meta, data, this.observe);
         await this.pruneAndDiscard(meta.index);
       } catch (error) {

@@ -24,7 +24,9 @@ import {
   decodeSegmentHeader,
   encodeRecord,
   encodeSegmentHeader,
+  readU64,
   RECORD_BYTES_MAX,
+  RECORD_HEADER_BYTES,
   SEGMENT_HEADER_BYTES,
 } from './record.js';
 
@@ -346,6 +348,49 @@ export class Wal {
   private async handleOf(segment: Segment, create: boolean): Promise<FileHandle> {
     if (segment.handle === null) segment.handle = await open(segment.path, create ? 'wx+' : 'r+');
     return segment.handle;
+  }
+
+  /**
+   * The term of the record at `index`, or null when the log does not hold it. Reads the
+   * record header from the buffer or the file; used to compare a snapshot with the log.
+   */
+  async termAt(index: number): Promise<number | null> {
+    let segment: Segment | undefined;
+    for (const candidate of this.segments) if (candidate.firstIndex <= index) segment = candidate;
+    const offset = segment?.offsets[index - (segment?.firstIndex ?? 0)];
+    if (segment === undefined || offset === undefined || index > this.lastIndexValue) return null;
+    let header: Uint8Array | undefined;
+    if (offset >= segment.pendingStart) {
+      let chunkStart = segment.pendingStart;
+      for (const chunk of segment.pendingChunks) {
+        if (chunkStart === offset) header = chunk;
+        chunkStart += chunk.byteLength;
+      }
+    } else {
+      header = Buffer.alloc(RECORD_HEADER_BYTES);
+      const handle = segment.handle ?? await open(segment.path, 'r');
+      try {
+        await handle.read(header, 0, RECORD_HEADER_BYTES, offset);
+      } finally {
+        if (handle !== segment.handle) await handle.close();
+      }
+    }
+    assertion(header !== undefined, `record ${index} not found at its offset`);
+    const decoded = readU64(new DataView(header.buffer, header.byteOffset, 24), 8);
+    assertion(decoded !== null, `record ${index} has a term out of range`);
+    return decoded;
+  }
+
+  /**
+   * Removes the records from `index` on and makes that durable before returning. For a
+   * snapshot that conflicts with the log at its own index (§7): those records were never
+   * committed, and cutting them first means no crash can leave them after the snapshot.
+   */
+  async truncateDurably(index: number): Promise<void> {
+    assertion(index > this.floorIndex && index <= this.lastIndexValue,
+      `cannot cut the log at ${index}`);
+    this.truncateFrom(index);
+    await this.flush();
   }
 
   /**

@@ -201,3 +201,30 @@ it('a lone damaged snapshot is refused, naming the file', async () => {
   const damaged = await damageNewestSnapshot(dir);
   await expect(recoverOnce(dir)).rejects.toThrow(damaged);
 });
+
+it('a snapshot whose term conflicts with the log at its index discards the log (§7)', async () => {
+  const dir = await freshDir();
+  const { storage } = await open(dir);
+  storage.append(entries(1, 40, 1));
+  await storage.sync();
+  await storage.saveSnapshot(meta(25, 3), machineBytes(25));
+  expect(await readdir(join(dir, 'wal'))).toEqual([]);
+  storage.append(entries(26, 2, 3));
+  await storage.sync();
+  await storage.close();
+  const state = await recoverOnce(dir);
+  expect(state.snapshot?.meta).toEqual(meta(25, 3));
+  expect(state.entries).toEqual(entries(26, 2, 3));
+});
+
+it('a snapshot whose term matches the log at its index keeps the later entries (§7)', async () => {
+  const dir = await freshDir();
+  const { storage } = await open(dir, 1024 * 1024);
+  storage.append([...entries(1, 20, 1), ...entries(21, 20, 2)]);
+  storage.append(entries(41, 3, 2));
+  await storage.saveSnapshot(meta(30, 2), machineBytes(30));
+  await storage.close();
+  const state = await recoverOnce(dir, 1024 * 1024);
+  expect(state.entries.map((e) => e.index)).toEqual(
+    Array.from({ length: 13 }, (_, i) => 31 + i));
+});
