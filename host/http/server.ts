@@ -213,7 +213,10 @@ class HttpApp {
     const tenant = resolved.tenant;
     exchange.tenant = tenant;
     const limits = this.deps.config.limits;
-    const text = await readBody(req, limits.maxBodyBytes);
+    const pending = readBody(req, limits.maxBodyBytes);
+    // Most path-route reads have no body: skip a microtask turn for them.
+    const text = typeof pending === 'object' && !(pending instanceof KvError) ? await pending
+      : pending;
     if (isKvError(text)) return text;
     if (route.id === 'kvBatch') {
       const call = validateKvBody(parseJsonBody(text ?? ''), tenant, limits);
@@ -426,12 +429,13 @@ function unavailable(result: { reason: string; detail: string;
  * `maxBytes`: a declared length is refused before a byte is read, a chunked body as soon as
  * it crosses the limit; the rest of it is then drained, not buffered.
  */
-function readBody(req: Request, maxBytes: number): Promise<string | undefined | KvError> {
+function readBody(req: Request,
+  maxBytes: number): undefined | KvError | Promise<string | KvError> {
   const chunked = (req.headers['transfer-encoding'] ?? '').includes('chunked');
   if (!chunked) {
     const length = req.headers['content-length'];
-    if (length === undefined || length === '0') return Promise.resolve(undefined);
-    if (!(Number(length) <= maxBytes)) return Promise.resolve(bodyTooLarge(maxBytes));
+    if (length === undefined || length === '0') return undefined;
+    if (!(Number(length) <= maxBytes)) return bodyTooLarge(maxBytes);
     return req.buffer().then(utf8);
   }
   return readChunked(req, maxBytes);

@@ -10,6 +10,9 @@ import type {
 import type { NodeHealth, QuotaView, ServiceResult, Unavailable } from '../../host/node/service.js';
 import type { KvService } from '../../host/node/service.js';
 
+/** The fake remembers this many recent calls, so a long fuzz or load run stays bounded. */
+const CALLS_KEPT_MAX = 1000;
+
 interface Stored {
   valueJson: string;
   version: number;
@@ -30,11 +33,14 @@ export class FakeKvService implements KvService {
   private version = 0;
 
   async execute(call: KvCall): Promise<ServiceResult<CallOutcome>> {
+    if (this.calls.length >= CALLS_KEPT_MAX) this.calls.shift();
     this.calls.push(call);
     if (this.gate !== null) await this.gate;
     if (this.unavailable !== null) return this.unavailable;
     if (this.paused) return done({ status: 'paused' });
-    const saved = new Map(this.rows);
+    // Only a call with a `required` op can roll back; copy the rows only then.
+    const rollback = call.ops.some((op) => 'required' in op && op.required);
+    const saved = rollback ? new Map(this.rows) : this.rows;
     const savedVersion = this.version;
     const results: OpResult[] = [];
     for (let i = 0; i < call.ops.length; i++) {

@@ -2,7 +2,7 @@
 // every result element shape of WIRE.md, "Result elements".
 import { describe, expect, it } from 'vitest';
 import { isKvError, type KvError } from '../../host/http/errors.js';
-import { renderCallOutcome, renderElement } from '../../host/http/render.js';
+import { isoUtc, renderCallOutcome, renderElement } from '../../host/http/render.js';
 import { renderTransactionOutcome } from '../../host/http/transaction.js';
 import type { KvCall, KvOp, OpResult } from '../../host/machine/commands.js';
 
@@ -139,5 +139,24 @@ describe('renderTransactionOutcome (WIRE.md, "The transaction wire")', () => {
   it('answers a pause with 403 kv_disabled', () => {
     const r = renderTransactionOutcome(c, { status: 'paused' }, 'tx1') as KvError;
     expect([r.status, r.error, r.retryAfterSeconds]).toEqual([403, 'kv_disabled', null]);
+  });
+});
+
+describe('isoUtc', () => {
+  it('matches Date#toISOString on edges and on seeded random instants', () => {
+    const seed = Number(process.env['SEED'] ?? Date.now() % 2 ** 31);
+    let state = seed >>> 0;
+    const next = () => {
+      state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+      return state / 2 ** 32;
+    };
+    const edges = [0, 1, 999, 86_399_999, 86_400_000, Date.UTC(2000, 1, 29, 23, 59, 59, 999),
+      Date.UTC(2100, 2, 1), Date.UTC(1970, 0, 1, 0, 0, 0, 5), 253_402_300_799_999,
+      253_402_300_800_000, -1];
+    for (const ms of edges) expect(isoUtc(ms), `ms=${ms}`).toBe(new Date(ms).toISOString());
+    for (let i = 0; i < 20_000; i++) {
+      const ms = Math.floor(next() * 253_402_300_800_000);
+      expect(isoUtc(ms), `SEED=${seed} ms=${ms}`).toBe(new Date(ms).toISOString());
+    }
   });
 });
