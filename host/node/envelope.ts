@@ -101,9 +101,11 @@ export class DedupTable {
     const seq = envelope.seq;
     if (seq <= window.highestSeq - DEDUP_WINDOW || window.seen.has(seq)) return false;
     window.seen.add(seq);
-    if (seq > window.highestSeq) {
-      window.highestSeq = seq;
-      for (const old of window.seen) if (old <= seq - DEDUP_WINDOW) window.seen.delete(old);
+    if (seq > window.highestSeq) window.highestSeq = seq;
+    // Pruning is amortised: only when the set has grown to twice the window.
+    if (window.seen.size > 2 * DEDUP_WINDOW) {
+      const floor = window.highestSeq - DEDUP_WINDOW;
+      for (const old of window.seen) if (old <= floor) window.seen.delete(old);
     }
     return true;
   }
@@ -123,10 +125,14 @@ export class DedupTable {
     }
   }
 
-  /** Canonical JSON (origins and seqs sorted), so equal tables give equal bytes. */
+  /**
+   * Canonical JSON (origins and seqs sorted, only seqs inside the window), so equal tables
+   * give equal bytes whenever their pruning happened.
+   */
   serialize(): Uint8Array {
     const rows = [...this.origins.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([key, w]) => [key, w.highestSeq, w.lastIndex, [...w.seen].sort((x, y) => x - y)]);
+      .map(([key, w]) => [key, w.highestSeq, w.lastIndex, [...w.seen]
+        .filter((seq) => seq > w.highestSeq - DEDUP_WINDOW).sort((x, y) => x - y)]);
     return encoder.encode(JSON.stringify(rows));
   }
 

@@ -5,6 +5,7 @@
  * `process.exit`.
  */
 import { randomInt } from 'node:crypto';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { JwtAuthenticator } from '../http/auth.js';
 import { TokenBucketRateLimiter } from '../http/rate-limit.js';
@@ -58,9 +59,28 @@ function buildTransport(config: NodeConfig) {
   return new WsTransport({ selfId: config.id, listen: config.peerListen, peers: config.peers });
 }
 
+/**
+ * uWebSockets binds with SO_REUSEPORT, so a second node started on a busy port would silently
+ * share it with the first and the kernel would split clients between two stores. A plain
+ * bind first turns that into a clear start-up error.
+ */
+async function assertPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolvePort, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      reject(new Error(error.code === 'EADDRINUSE'
+        ? `${host}:${port} is already in use; stop the process on it or choose another --port`
+        : `cannot listen on ${host}:${port}: ${error.message}`));
+    });
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolvePort()));
+  });
+}
+
 async function serve(config: NodeConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
   const dataDir = resolve(config.dataDir);
+  await assertPortFree(config.host, config.port);
   const releaseLock = lockDataDir(dataDir);
   const metrics = new NodeMetrics();
   const fatal = (error: Error): never => {
