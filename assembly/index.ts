@@ -15,7 +15,7 @@ import {
 } from './buffers';
 import {
   setApplied, lastTimeMs, appliedIndex, lastVersion, paused, setPaused, sweep, tenants,
-  tenantId, heapMaybeCompact, tree,
+  tenantId, heapMaybeCompact, tree, stateBytes,
 } from './state';
 import { runCall, emitInvalid } from './call';
 import { writeSnapshot, readSnapshot, writeDigest, readQuota } from './snapshot';
@@ -180,4 +180,15 @@ export function liveKeyCount(): i32 {
 
 export function isPaused(): i32 {
   return paused ? 1 : 0;
+}
+
+/**
+ * Bytes the state's own objects occupy in the heap (rows, tree nodes, heap array, tenants),
+ * counted from their sizes with the allocator's per-block overhead; for the benchmark's
+ * bytes-per-key figure, which wasm memory size cannot give (memory grows by doubling).
+ */
+export function structureBytes(): i32 {
+  resetOutput();
+  putI64(stateBytes());
+  return <i32>outputLen;
 }

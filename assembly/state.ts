@@ -8,7 +8,7 @@ import {
   Row, rowExpiresAt, rowVersion, rowDead, setRowDead, rowTenant, rowKeyLen, rowValueLen,
   rowKeyPtr, EXPIRES_NEVER,
 } from './row';
-import { Tree } from './tree';
+import { Tree, Node } from './tree';
 
 /** Heap entries beyond twice the TTL rows (plus this slack) trigger a compaction. */
 const HEAP_SLACK_ENTRIES: i32 = 4096;
@@ -210,4 +210,30 @@ export function resetState(
     t.advance();
   }
   heapRebuild(entries);
+}
+
+/** Heap bytes of one managed object with `payload` bytes: block + object header, aligned. */
+function objectBytes(payload: i64): i64 {
+  return ((16 + payload + 15) & ~15) + 4;
+}
+
+/** See index.ts `structureBytes`. */
+export function stateBytes(): i64 {
+  let total: i64 = objectBytes(<i64>heap.length * 4) + objectBytes(16);
+  let nodes: i64 = 0;
+  let stack = new Array<Node>();
+  stack.push(tree.root);
+  while (stack.length > 0) {
+    let n = stack.pop();
+    nodes++;
+    total += objectBytes(offsetof<Node>()) + objectBytes(<i64>n.rows.length * 4);
+    if (!n.leaf) {
+      total += objectBytes(<i64>n.kids!.length * 4);
+      for (let i = 0; i < n.n; i++) stack.push(unchecked(n.kids![i]));
+    } else {
+      for (let i = 0; i < n.n; i++) total += objectBytes(<i64>unchecked(n.rows[i]).byteLength);
+    }
+  }
+  for (let i = 0; i < tenants.length; i++) total += objectBytes(64);
+  return total;
 }

@@ -10,6 +10,10 @@ import {
 
 /** Rows per leaf and children per inner node. */
 const NODE_CAP: i32 = 64;
+/** Longest store key the find cache holds (longer keys just skip the cache). */
+const CACHE_KEY_BYTES_MAX: usize = 4608;
+/** Shared by every tree: only the live tree is ever searched. */
+const cacheKeyBuffer: usize = heap.alloc(CACHE_KEY_BYTES_MAX);
 /** Deepest possible tree: 64^10 far exceeds any memory a wasm32 module can address. */
 const DEPTH_MAX: i32 = 10;
 
@@ -21,6 +25,14 @@ export class Node {
   rows: StaticArray<Row> = new StaticArray<Row>(NODE_CAP);
   kids: StaticArray<Node> | null = null;
   next: Node | null = null;
+  /**
+   * Every key that can be in this node shares its first hintOff bytes (they lie between the
+   * node's bounds, whose common prefix that is), so hints[i] = the 8 bytes of rows[i]'s key
+   * from hintOff on, big-endian and zero-padded, orders rows without touching them whenever
+   * two hints differ. Keeps a search to about one cache miss per node.
+   */
+  hintOff: i32 = 0;
+  hints: StaticArray<u64> = new StaticArray<u64>(NODE_CAP);
 
   constructor(leaf: bool) {
     this.leaf = leaf;
@@ -32,25 +44,75 @@ function cmpRow(r: Row, k: usize, kLen: i32): i32 {
   return compareBytes(rowKeyPtr(r), rowKeyLen(r), k, kLen);
 }
 
-/** First index in rows[0..n) whose key is >= k. */
-function lowerBound(rows: StaticArray<Row>, n: i32, k: usize, kLen: i32): i32 {
-  let lo = 0, hi = n;
+/** The 8 key bytes from `off`, big-endian, zero-padded past the end. */
+function hintOf(k: usize, kLen: i32, off: i32): u64 {
+  if (off + 8 <= kLen) return bswap(load<u64>(k + <usize>off));
+  let h: u64 = 0;
+  for (let i = 0; i < 8; i++) {
+    let j = off + i;
+    h = (h << 8) | (j < kLen ? <u64>load<u8>(k + <usize>j) : 0);
+  }
+  return h;
+}
+
+function rowHint(r: Row, off: i32): u64 {
+  return hintOf(rowKeyPtr(r), rowKeyLen(r), off);
+}
+
+/** Compares rows[i] with k: by hints when they differ (exact, see Node.hints), else fully. */
+// @ts-ignore: decorator
+@inline function cmpAt(node: Node, i: i32, kh: u64, k: usize, kLen: i32): i32 {
+  let h = unchecked(node.hints[i]);
+  if (h != kh) return h < kh ? -1 : 1;
+  return cmpRow(unchecked(node.rows[i]), k, kLen);
+}
+
+/** First index in a leaf's rows[0..n) whose key is >= k. */
+function lowerBound(node: Node, k: usize, kLen: i32): i32 {
+  let kh = hintOf(k, kLen, node.hintOff);
+  let lo = 0, hi = node.n;
   while (lo < hi) {
     let mid = (lo + hi) >>> 1;
-    if (cmpRow(unchecked(rows[mid]), k, kLen) < 0) lo = mid + 1; else hi = mid;
+    if (cmpAt(node, mid, kh, k, kLen) < 0) lo = mid + 1; else hi = mid;
   }
   return lo;
 }
 
 /** Child index for k in an inner node: the number of separators <= k. */
 function childIndex(node: Node, k: usize, kLen: i32): i32 {
+  let kh = hintOf(k, kLen, node.hintOff);
   let lo = 0, hi = node.n - 1;
-  let rows = node.rows;
   while (lo < hi) {
     let mid = (lo + hi) >>> 1;
-    if (cmpRow(unchecked(rows[mid]), k, kLen) <= 0) lo = mid + 1; else hi = mid;
+    if (cmpAt(node, mid, kh, k, kLen) <= 0) lo = mid + 1; else hi = mid;
   }
   return lo;
+}
+
+/** Length of the common prefix of two bound keys; 0 when either bound is open (null). */
+function boundsPrefix(lo: Row | null, hi: Row | null): i32 {
+  if (lo == null || hi == null) return 0;
+  let a = rowKeyPtr(lo), b = rowKeyPtr(hi);
+  let n = min(rowKeyLen(lo), rowKeyLen(hi));
+  let i = 0;
+  while (i < n && load<u8>(a + <usize>i) == load<u8>(b + <usize>i)) i++;
+  return i;
+}
+
+/** Sets a node's hint offset from its bounds and recomputes all its hints. */
+function rehint(node: Node, lo: Row | null, hi: Row | null): void {
+  node.hintOff = boundsPrefix(lo, hi);
+  let used = node.leaf ? node.n : node.n - 1;
+  for (let i = 0; i < used; i++) {
+    unchecked(node.hints[i] = rowHint(unchecked(node.rows[i]), node.hintOff));
+  }
+}
+
+/** Moves hints inside one array. */
+function shiftHints(arr: StaticArray<u64>, from: i32, to: i32, count: i32): void {
+  if (count <= 0) return;
+  let p = changetype<usize>(arr);
+  memory.copy(p + (<usize>to << 3), p + (<usize>from << 3), <usize>count << 3);
 }
 
 /** Moves refs inside one array; they stay reachable from it, so no write barrier is due. */
@@ -64,7 +126,21 @@ export class Tree {
   count: i32 = 0;
   private path: StaticArray<Node> = new StaticArray<Node>(DEPTH_MAX);
   private pathIdx: StaticArray<i32> = new StaticArray<i32>(DEPTH_MAX);
+  /** Bounds of path[d] (null = open), and of the leaf reached (at index depth). */
+  private pathLo: StaticArray<Row | null> = new StaticArray<Row | null>(DEPTH_MAX + 1);
+  private pathHi: StaticArray<Row | null> = new StaticArray<Row | null>(DEPTH_MAX + 1);
   private depth: i32 = 0;
+  /**
+   * The leaf and index the last `find` stopped at, still valid while `cacheValid` (any change
+   * to the tree clears it), so an upsert of the key just looked up skips the second descent.
+   */
+  private cacheLeaf: Node | null = null;
+  private cacheIdx: i32 = 0;
+  private cacheDepth: i32 = 0;
+  /** A copy of the key of the last find (the caller's buffer may be reused meanwhile). */
+  private cacheKey: usize = cacheKeyBuffer;
+  private cacheKeyLen: i32 = -1;
+  private cacheValid: bool = false;
   /** Cursor of the last seek: leaf and index (index may equal n; call `settle`). */
   curLeaf: Node | null = null;
   curIdx: i32 = 0;
@@ -72,21 +148,36 @@ export class Tree {
   private descend(k: usize, kLen: i32): Node {
     let node = this.root;
     let d = 0;
+    let lo: Row | null = null, hi: Row | null = null;
     while (!node.leaf) {
       assert(d < DEPTH_MAX, 'tree too deep');
       let ci = childIndex(node, k, kLen);
       unchecked(this.path[d] = node);
       unchecked(this.pathIdx[d] = ci);
+      unchecked(this.pathLo[d] = lo);
+      unchecked(this.pathHi[d] = hi);
+      if (ci > 0) lo = unchecked(node.rows[ci - 1]);
+      if (ci < node.n - 1) hi = unchecked(node.rows[ci]);
       d++;
       node = unchecked(node.kids![ci]);
     }
+    unchecked(this.pathLo[d] = lo);
+    unchecked(this.pathHi[d] = hi);
     this.depth = d;
     return node;
   }
 
   find(k: usize, kLen: i32): Row | null {
     let leaf = this.descend(k, kLen);
-    let i = lowerBound(leaf.rows, leaf.n, k, kLen);
+    let i = lowerBound(leaf, k, kLen);
+    this.cacheLeaf = leaf;
+    this.cacheIdx = i;
+    this.cacheDepth = this.depth;
+    this.cacheValid = kLen <= <i32>CACHE_KEY_BYTES_MAX;
+    if (this.cacheValid) {
+      memory.copy(this.cacheKey, k, <usize>kLen);
+      this.cacheKeyLen = kLen;
+    }
     if (i < leaf.n && cmpRow(unchecked(leaf.rows[i]), k, kLen) == 0) {
       return unchecked(leaf.rows[i]);
     }
@@ -96,8 +187,18 @@ export class Tree {
   /** Inserts or replaces the row with the same key; returns the replaced row or null. */
   upsert(row: Row): Row | null {
     let k = rowKeyPtr(row), kLen = rowKeyLen(row);
-    let leaf = this.descend(k, kLen);
-    let i = lowerBound(leaf.rows, leaf.n, k, kLen);
+    let leaf: Node;
+    let i: i32;
+    if (this.cacheValid && compareBytes(this.cacheKey, this.cacheKeyLen, k, kLen) == 0) {
+      // The path of the last find is still in path/pathIdx: nothing changed the tree since.
+      leaf = this.cacheLeaf!;
+      i = this.cacheIdx;
+      this.depth = this.cacheDepth;
+    } else {
+      leaf = this.descend(k, kLen);
+      i = lowerBound(leaf, k, kLen);
+    }
+    this.cacheValid = false;
     if (i < leaf.n && cmpRow(unchecked(leaf.rows[i]), k, kLen) == 0) {
       let old = unchecked(leaf.rows[i]);
       unchecked(leaf.rows[i] = row);
@@ -105,9 +206,7 @@ export class Tree {
     }
     this.count++;
     if (leaf.n < NODE_CAP) {
-      shiftRefs(changetype<usize>(leaf.rows), i, i + 1, leaf.n - i);
-      unchecked(leaf.rows[i] = row);
-      leaf.n++;
+      leafInsert(leaf, i, row);
       return null;
     }
     let right = new Node(true);
@@ -117,12 +216,12 @@ export class Tree {
     leaf.n = half;
     right.next = leaf.next;
     leaf.next = right;
-    let target = i <= half ? leaf : right;
-    let at = i <= half ? i : i - half;
-    shiftRefs(changetype<usize>(target.rows), at, at + 1, target.n - at);
-    unchecked(target.rows[at] = row);
-    target.n++;
-    this.insertIntoParent(this.depth - 1, leaf, unchecked(right.rows[0]), right);
+    if (i <= half) leafInsert(leaf, i, row); else leafInsert(right, i - half, row);
+    let sep = unchecked(right.rows[0]);
+    let d = this.depth;
+    rehint(leaf, unchecked(this.pathLo[d]), sep);
+    rehint(right, sep, unchecked(this.pathHi[d]));
+    this.insertIntoParent(d - 1, leaf, sep, right);
     return null;
   }
 
@@ -134,6 +233,7 @@ export class Tree {
         unchecked(root.kids![1] = right);
         unchecked(root.rows[0] = sep);
         root.n = 2;
+        rehint(root, null, null);
         this.root = root;
         return;
       }
@@ -152,6 +252,8 @@ export class Tree {
       parent.n = mid;
       if (ci < mid) insertInner(parent, ci, sep, right);
       else insertInner(sib, ci - mid, sep, right);
+      rehint(parent, unchecked(this.pathLo[level]), promoted);
+      rehint(sib, promoted, unchecked(this.pathHi[level]));
       left = parent;
       sep = promoted;
       right = sib;
@@ -161,11 +263,13 @@ export class Tree {
 
   /** Removes the row with key k; returns it or null when absent. */
   remove(k: usize, kLen: i32): Row | null {
+    this.cacheValid = false;
     let leaf = this.descend(k, kLen);
-    let i = lowerBound(leaf.rows, leaf.n, k, kLen);
+    let i = lowerBound(leaf, k, kLen);
     if (i >= leaf.n || cmpRow(unchecked(leaf.rows[i]), k, kLen) != 0) return null;
     let old = unchecked(leaf.rows[i]);
     shiftRefs(changetype<usize>(leaf.rows), i + 1, i, leaf.n - i - 1);
+    shiftHints(leaf.hints, i + 1, i, leaf.n - i - 1);
     leaf.n--;
     this.count--;
     return old;
@@ -173,9 +277,10 @@ export class Tree {
 
   /** Positions the cursor on the first row whose key is >= k. */
   seek(k: usize, kLen: i32): void {
+    this.cacheValid = false;
     let leaf = this.descend(k, kLen);
     this.curLeaf = leaf;
-    this.curIdx = lowerBound(leaf.rows, leaf.n, k, kLen);
+    this.curIdx = lowerBound(leaf, k, kLen);
     this.settle();
   }
 
@@ -210,6 +315,7 @@ export class Tree {
 
   /** Replaces the whole tree by one built from rows already in strictly increasing order. */
   build(sorted: Array<Row>): void {
+    this.cacheValid = false;
     let level = new Array<Node>();
     let leaf: Node | null = null;
     for (let i = 0; i < sorted.length; i++) {
@@ -223,15 +329,29 @@ export class Tree {
       leaf.n++;
     }
     if (level.length == 0) level.push(new Node(true));
-    while (level.length > 1) level = buildInnerLevel(level);
+    rehintLevel(level);
+    while (level.length > 1) {
+      level = buildInnerLevel(level);
+      rehintLevel(level);
+    }
     this.root = level[0];
     this.count = sorted.length;
   }
 }
 
+function leafInsert(leaf: Node, i: i32, row: Row): void {
+  shiftRefs(changetype<usize>(leaf.rows), i, i + 1, leaf.n - i);
+  shiftHints(leaf.hints, i, i + 1, leaf.n - i);
+  unchecked(leaf.rows[i] = row);
+  unchecked(leaf.hints[i] = rowHint(row, leaf.hintOff));
+  leaf.n++;
+}
+
 function insertInner(node: Node, ci: i32, sep: Row, right: Node): void {
   shiftRefs(changetype<usize>(node.rows), ci, ci + 1, node.n - 1 - ci);
+  shiftHints(node.hints, ci, ci + 1, node.n - 1 - ci);
   unchecked(node.rows[ci] = sep);
+  unchecked(node.hints[ci] = rowHint(sep, node.hintOff));
   shiftRefs(changetype<usize>(node.kids!), ci + 1, ci + 2, node.n - 1 - ci);
   unchecked(node.kids![ci + 1] = right);
   node.n++;
@@ -258,4 +378,18 @@ function buildInnerLevel(children: Array<Node>): Array<Node> {
     cur.n++;
   }
   return out;
+}
+
+/**
+ * Hints for one level of a freshly built tree: node i lies between its own first row (the
+ * separator before it) and the first row of node i + 1; the outermost nodes have an open bound.
+ */
+function rehintLevel(level: Array<Node>): void {
+  let last = level.length - 1;
+  for (let i = 0; i <= last; i++) {
+    let node = level[i];
+    let lo: Row | null = i == 0 ? null : firstRow(node);
+    let hi: Row | null = i == last ? null : firstRow(level[i + 1]);
+    rehint(node, lo, hi);
+  }
 }

@@ -55,6 +55,7 @@ interface Exports {
   tenantsUsage(maxTenants: number): number;
   liveKeyCount(): number;
   isPaused(): number;
+  structureBytes(): number;
 }
 
 let compiled: WasmModule | null = null;
@@ -239,6 +240,17 @@ export class StateMachine {
       out.push({ tenant: r.str(), rows: r.i64(), bytes: r.i64() });
     }
     return out;
+  }
+
+  /** Size of the machine's linear memory, in bytes (it only grows). */
+  memoryBytes(): number {
+    return this.x.memory.buffer.byteLength;
+  }
+
+  /** Heap bytes of the state's own objects (rows, tree, expiry heap), for measurements. */
+  structureBytes(): number {
+    return new ByteReader(this.output(this.guard('structureBytes',
+      () => this.x.structureBytes()))).i64();
   }
 
   /** Rows held; an expired row counts until a sweep removes it. */
