@@ -370,7 +370,8 @@ class HttpApp {
 
   private record(exchange: Exchange, answer: Answer, status: number, seconds: number): void {
     const label = exchange.route === null ? 'unmatched' : exchange.route.label;
-    const method = exchange.route === null ? 'OTHER' : exchange.method;
+    // Only the methods a route takes become labels: any other spelling would be unbounded.
+    const method = exchange.route?.methodAllowed === true ? exchange.method : 'OTHER';
     this.deps.metrics.observeRequest(label, method, status, seconds);
     const reason = answer instanceof KvError ? answer.reason : null;
     if (reason !== null) this.deps.metrics.refusal(reason);

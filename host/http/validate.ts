@@ -61,7 +61,11 @@ export function parseJsonBody(text: string): unknown {
 export function validateKvBody(body: unknown, tenant: string, limits: KvLimits): KvCall | KvError {
   if (isKvError(body)) return body;
   let list: unknown = body;
-  if (isObject(body)) list = body['operations'];
+  if (isObject(body)) {
+    const tenantError = refuseTenantFields(body, 'body');
+    if (tenantError !== null) return tenantError;
+    list = body['operations'];
+  }
   if (!Array.isArray(list)) {
     return badRequest('kv_bad_body', 'the body must be {"operations":[...]} or an array');
   }

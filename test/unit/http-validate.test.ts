@@ -112,6 +112,11 @@ describe('validateKvBody refusals (WIRE.md, "Validation")', () => {
       'kv_bad_body']);
   });
 
+  it('refuses a tenant named beside the operations too', () => {
+    expect(refusal({ tenant: T, operations: [] })).toEqual([400, 'kv_bad_request',
+      'kv_tenant_not_an_input']);
+  });
+
   it('the first refusal in operation order wins, and nothing is partially accepted', () => {
     expect(refusal([{ op: 'get', ns: 'a', key: '' }, { op: 'nope' }])).toEqual([400,
       'kv_bad_request', 'kv_bad_key']);
