@@ -124,11 +124,15 @@ function shiftRefs(arr: usize, from: i32, to: i32, count: i32): void {
 export class Tree {
   root: Node = new Node(true);
   count: i32 = 0;
-  private path: StaticArray<Node> = new StaticArray<Node>(DEPTH_MAX);
+  /**
+   * The last descent, as raw addresses: written on every search, so they skip the GC write
+   * barrier; safe because every node and bound row on the path is held by the tree itself.
+   */
+  private path: StaticArray<usize> = new StaticArray<usize>(DEPTH_MAX);
   private pathIdx: StaticArray<i32> = new StaticArray<i32>(DEPTH_MAX);
   /** Bounds of path[d] (null = open), and of the leaf reached (at index depth). */
-  private pathLo: StaticArray<Row | null> = new StaticArray<Row | null>(DEPTH_MAX + 1);
-  private pathHi: StaticArray<Row | null> = new StaticArray<Row | null>(DEPTH_MAX + 1);
+  private pathLo: StaticArray<usize> = new StaticArray<usize>(DEPTH_MAX + 1);
+  private pathHi: StaticArray<usize> = new StaticArray<usize>(DEPTH_MAX + 1);
   private depth: i32 = 0;
   /**
    * The leaf and index the last `find` stopped at, still valid while `cacheValid` (any change
@@ -148,16 +152,16 @@ export class Tree {
   private descend(k: usize, kLen: i32): Node {
     let node = this.root;
     let d = 0;
-    let lo: Row | null = null, hi: Row | null = null;
+    let lo: usize = 0, hi: usize = 0;
     while (!node.leaf) {
       assert(d < DEPTH_MAX, 'tree too deep');
       let ci = childIndex(node, k, kLen);
-      unchecked(this.path[d] = node);
+      unchecked(this.path[d] = changetype<usize>(node));
       unchecked(this.pathIdx[d] = ci);
       unchecked(this.pathLo[d] = lo);
       unchecked(this.pathHi[d] = hi);
-      if (ci > 0) lo = unchecked(node.rows[ci - 1]);
-      if (ci < node.n - 1) hi = unchecked(node.rows[ci]);
+      if (ci > 0) lo = changetype<usize>(unchecked(node.rows[ci - 1]));
+      if (ci < node.n - 1) hi = changetype<usize>(unchecked(node.rows[ci]));
       d++;
       node = unchecked(node.kids![ci]);
     }
@@ -219,8 +223,8 @@ export class Tree {
     if (i <= half) leafInsert(leaf, i, row); else leafInsert(right, i - half, row);
     let sep = unchecked(right.rows[0]);
     let d = this.depth;
-    rehint(leaf, unchecked(this.pathLo[d]), sep);
-    rehint(right, sep, unchecked(this.pathHi[d]));
+    rehint(leaf, changetype<Row | null>(unchecked(this.pathLo[d])), sep);
+    rehint(right, sep, changetype<Row | null>(unchecked(this.pathHi[d])));
     this.insertIntoParent(d - 1, leaf, sep, right);
     return null;
   }
@@ -237,7 +241,7 @@ export class Tree {
         this.root = root;
         return;
       }
-      let parent = unchecked(this.path[level]);
+      let parent = changetype<Node>(unchecked(this.path[level]));
       let ci = unchecked(this.pathIdx[level]);
       if (parent.n < NODE_CAP) {
         insertInner(parent, ci, sep, right);
@@ -252,8 +256,8 @@ export class Tree {
       parent.n = mid;
       if (ci < mid) insertInner(parent, ci, sep, right);
       else insertInner(sib, ci - mid, sep, right);
-      rehint(parent, unchecked(this.pathLo[level]), promoted);
-      rehint(sib, promoted, unchecked(this.pathHi[level]));
+      rehint(parent, changetype<Row | null>(unchecked(this.pathLo[level])), promoted);
+      rehint(sib, promoted, changetype<Row | null>(unchecked(this.pathHi[level])));
       left = parent;
       sep = promoted;
       right = sib;

@@ -29,7 +29,6 @@ const SHORT_STRING_CHARS = 48;
 const COMMAND_BYTES_INITIAL = 1024;
 
 const utf8Encoder = new TextEncoder();
-const utf8Decoder = new TextDecoder('utf-8', { fatal: false });
 
 /** Appends little-endian fields to a buffer that `grow` can enlarge (keeping its bytes). */
 export class ByteWriter {
@@ -215,10 +214,13 @@ if (REASONS[REASON_EXISTS] !== 'exists' || REASONS[REASON_ABSENT] !== 'absent' |
 /** Reads the machine's output; every read is bounds-checked by the typed array itself. */
 export class ByteReader {
   private readonly view: DataView;
+  /** The same bytes as a Buffer: its utf8 slicing is the cheapest string decode in Node. */
+  private readonly text: Buffer;
   pos = 0;
 
   constructor(private readonly buf: Uint8Array) {
     this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   }
 
   u8(): number {
@@ -246,16 +248,7 @@ export class ByteReader {
     const end = start + n;
     if (end > this.buf.length) throw new Error('machine output: string past the end');
     this.pos = end;
-    if (n < SHORT_STRING_CHARS) {
-      let s = '';
-      for (let i = start; i < end; i++) {
-        const c = this.buf[i]!;
-        if (c > 0x7f) return utf8Decoder.decode(this.buf.subarray(start, end));
-        s += String.fromCharCode(c);
-      }
-      return s;
-    }
-    return utf8Decoder.decode(this.buf.subarray(start, end));
+    return this.text.toString('utf8', start, end);
   }
 
   get done(): boolean {
