@@ -25,6 +25,10 @@ export class FakeKvService implements KvService {
   paused = false;
   /** When set, every call answers this instead of running. */
   unavailable: Unavailable | null = null;
+  /** When set, every call answers this outcome (what the log decided at apply time). */
+  outcome: CallOutcome | null = null;
+  /** When set, `execute` throws it: the server must answer 500 and stay up. */
+  failure: Error | null = null;
   /** When set, `execute` waits for this before answering (drain tests). */
   gate: Promise<void> | null = null;
   readonly calls: KvCall[] = [];
@@ -36,7 +40,9 @@ export class FakeKvService implements KvService {
     if (this.calls.length >= CALLS_KEPT_MAX) this.calls.shift();
     this.calls.push(call);
     if (this.gate !== null) await this.gate;
+    if (this.failure !== null) throw this.failure;
     if (this.unavailable !== null) return this.unavailable;
+    if (this.outcome !== null) return done(this.outcome);
     if (this.paused) return done({ status: 'paused' });
     // Only a call with a `required` op can roll back; copy the rows only then.
     const rollback = call.ops.some((op) => 'required' in op && op.required);

@@ -3,11 +3,11 @@
 // order of WIRE.md, transaction shapes, stopAccepting and drain.
 import { afterEach, describe, expect, it } from 'vitest';
 import type {
-  Access, AuthResult, Authenticator, RateDecision, RateLimiter, RequestLogger, Role,
+  Access, AuthResult, Authenticator, RateDecision, RateLimiter, RateOverride, RequestLogger, Role,
   TenantResolver, TenantResult,
 } from '../../host/http/guards.js';
 import { startHttpServer, type HttpServerHandle } from '../../host/http/server.js';
-import { DEFAULT_TENANT } from '../../host/machine/commands.js';
+import { DEFAULT_TENANT, type CallOutcome } from '../../host/machine/commands.js';
 import { loadConfig } from '../../host/node/config.js';
 import { FakeKvService } from '../helpers/fake-service.js';
 
@@ -43,8 +43,10 @@ class FakeTenants implements TenantResolver {
 class FakeRate implements RateLimiter {
   denyAfter = Infinity;
   taken: string[] = [];
-  take(tenant: string, kind: 'read' | 'write'): RateDecision {
+  overrides: Array<RateOverride | null> = [];
+  take(tenant: string, kind: 'read' | 'write', override: RateOverride | null): RateDecision {
     this.taken.push(kind);
+    this.overrides.push(override);
     if (this.taken.length <= this.denyAfter) return { ok: true };
     return { ok: false, retryAfterSeconds: 2.2 };
   }
@@ -286,6 +288,53 @@ describe('routing and refusals', () => {
     expect(read.headers.get('retry-after')).toBe('3');
     expect(env.rate.taken).toEqual(['read']);
     expect(env.service.calls).toHaveLength(0);
+  });
+
+  it('validates before the pause: a bad body while paused is still a 400', async () => {
+    const env = await start();
+    env.service.paused = true;
+    const r = await call(env, 'POST', '/api/v1/kv', [{ op: 'get', ns: 'a' }]);
+    expect([r.status, r.json.reason]).toEqual([400, 'kv_bad_key']);
+    const none = await call(env, 'POST', '/api/v1/kv');
+    expect([none.status, none.json.reason]).toEqual([400, 'kv_bad_body']);
+  });
+
+  it('passes the quota row as the rate override; a check-only call is a read', async () => {
+    const env = await start();
+    await env.service.setQuota(DEFAULT_TENANT, { enabled: true, maxRows: null, maxBytes: null,
+      maxReadsPerSec: 7, maxWritesPerSec: null });
+    await call(env, 'POST', '/api/v1/kv', [{ op: 'check', ns: 'a', key: 'k', expect: 0 }]);
+    expect(env.rate.taken).toEqual(['read']);
+    expect(env.rate.overrides).toEqual([{ readsPerSec: 7, writesPerSec: null }]);
+    await call(env, 'POST', '/api/v1/transaction', { kv: [put('k', 1)] });
+    expect(env.rate.taken).toHaveLength(1);
+  });
+
+  it('answers what the log decided: paused, not granted, over quota, invalid', async () => {
+    const env = await start();
+    const cases: Array<[CallOutcome, number, string]> = [
+      [{ status: 'paused' }, 503, 'kv_disabled'],
+      [{ status: 'notGranted' }, 403, 'feature_gated'],
+      [{ status: 'quotaExceeded' }, 403, 'kv_quota_exceeded'],
+      [{ status: 'invalid', detail: 'bad op code' }, 500, 'internal_error'],
+    ];
+    for (const [outcome, status, error] of cases) {
+      env.service.outcome = outcome;
+      const r = await call(env, 'POST', '/api/v1/kv', [put('k', 1)]);
+      expect([r.status, r.json.error]).toEqual([status, error]);
+    }
+    expect(env.lines.at(-1)).toMatchObject({ status: 500, detail: expect.stringContaining(
+      'bad op code') });
+  });
+
+  it('answers 500 to an unexpected exception, logs it, and keeps serving', async () => {
+    const env = await start();
+    env.service.failure = new Error('boom');
+    const r = await call(env, 'GET', '/api/v1/kv/a/b');
+    expect([r.status, r.json.error]).toEqual([500, 'internal_error']);
+    expect(env.lines.some((l) => l['err'] === 'boom')).toBe(true);
+    env.service.failure = null;
+    expect((await call(env, 'GET', '/api/v1/kv/a/b')).status).toBe(200);
   });
 
   it('maps an unavailable service to 503 kv_unavailable with Retry-After', async () => {
