@@ -146,10 +146,17 @@ class HttpApp {
     let status = answer.status;
     try {
       status = this.write(res, exchange, answer);
+      this.record(exchange, answer, status, (performance.now() - startedMs) / 1000);
     } catch (error) {
-      this.internalError(exchange, error);
+      // Nothing a request does may reject this promise: nobody awaits it, and an unhandled
+      // rejection stops the node.
+      try {
+        this.internalError(exchange, error);
+        if (!res.completed) res.close();
+      } catch {
+        // The logger itself failed; there is nowhere left to report to.
+      }
     }
-    this.record(exchange, answer, status, (performance.now() - startedMs) / 1000);
   }
 
   private requestIdOf(header: string | undefined): string {
