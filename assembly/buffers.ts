@@ -33,6 +33,11 @@ function ensureOutput(extra: usize): void {
   outputCap = cap;
 }
 
+/** Makes room for `extra` more output bytes at once (one reallocation for a snapshot). */
+export function reserveOutput(extra: usize): void {
+  ensureOutput(extra);
+}
+
 export function resetOutput(): void {
   outputLen = 0;
   ensureOutput(0);

@@ -7,7 +7,7 @@
  */
 import { SNAPSHOT_MAGIC, FORMAT_VERSION, TENANT_BYTES_MAX, SAFE_INTEGER_MAX } from './abi';
 import {
-  Reader, putU8, putU32, putI64, putBytes, reserveRaw,
+  Reader, putU8, putU32, putI64, putBytes, reserveRaw, reserveOutput,
 } from './buffers';
 import {
   Row, ROW_HEADER_BYTES, rowKeyPtr, rowKeyLen, rowVersion, rowExpiresAt, rowUpdatedAt,
@@ -45,6 +45,13 @@ export function writeSnapshot(): void {
     putQuota(t.quota);
   }
   putI64(<i64>tree.count);
+  let rowBytes: usize = 0;
+  tree.seekFirst();
+  while (tree.curLeaf != null) {
+    rowBytes += 4 + <usize>tree.current().byteLength;
+    tree.advance();
+  }
+  reserveOutput(rowBytes);
   tree.seekFirst();
   while (tree.curLeaf != null) {
     let r = tree.current();
@@ -120,15 +127,17 @@ export function readSnapshot(rd: Reader): string {
   let count = rd.i64();
   if (rd.failed) return rd.why;
   if (count < 0 || count > <i64>(rd.end - rd.pos)) return 'bad row count';
-  let rows = new Array<Row>();
+  // Every row takes at least 4 + ROW_HEADER_BYTES bytes, which bounds count before sizing.
+  if (count > <i64>((rd.end - rd.pos) / (4 + <usize>ROW_HEADER_BYTES))) return 'bad row count';
+  let rows = new Array<Row>(<i32>count);
   let prev: Row | null = null;
-  for (let i: i64 = 0; i < count; i++) {
+  for (let i: i32 = 0; i < <i32>count; i++) {
     let at = rd.bytes(SNAPSHOT_ROW_BYTES_MAX, 'row');
     if (rd.failed) return rd.why;
     let r = changetype<Row>(__new(<usize>rd.lastLen, idof<ArrayBuffer>()));
     memory.copy(changetype<usize>(r), at, <usize>rd.lastLen);
     if (!rowOk(r, ts.length, version, prev)) return 'bad row';
-    rows.push(r);
+    unchecked(rows[i] = r);
     prev = r;
   }
   if (rd.pos != rd.end) return 'trailing bytes';
