@@ -112,6 +112,9 @@ beforeAll(async () => {
   const config = loadConfig({}, { QUEEN_MAX_BODY_BYTES: '2048', QUEEN_KV_MAX_KEY_BYTES: '32',
     QUEEN_KV_MAX_VALUE_BYTES: '256', QUEEN_KV_MAX_KEYS_PER_CALL: '8' });
   service = new FakeKvService();
+  // A fuzzed {"kv":false} would pause KV for the requests running beside it, and a paused
+  // KV answers 503 by design; the switch itself is covered by the server tests.
+  service.setPaused = async () => ({ kind: 'done', value: undefined });
   const silent = () => undefined;
   const logger: RequestLogger = { info: silent, warn: silent, error: silent };
   const roles = new Map<string, Role>([['Bearer admin', 'admin'], ['Bearer reader', 'read-only']]);
@@ -192,8 +195,6 @@ it('answers every random request with 200 or a clean 4xx envelope', async () => 
       check(batch[i] as Sent, a.status, a.text);
       statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
     });
-    // A fuzzed {"kv":false} may pause KV; a paused KV is a 503 by design, not a bug.
-    service.paused = false;
   }
   console.log('statuses', JSON.stringify([...statuses].sort((a, b) => a[0] - b[0])));
   expect(statuses.get(200) ?? 0).toBeGreaterThan(REQUESTS / 20);
