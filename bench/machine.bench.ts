@@ -219,6 +219,7 @@ async function main(): Promise<void> {
   const loadT = timed(() => load(wasmTarget(m, clock), KEYS));
   console.log(`load ${fmt(KEYS)} keys in entries of ${LOAD_BATCH}: ${loadT.ms.toFixed(0)} ms ` +
     `(${fmt(KEYS / loadT.ms * 1000)} inserts/s)`);
+  const memLoaded = m.memoryBytes();
   const snap = timed(() => m.snapshot());
   const fresh = StateMachine.create();
   const restore = timed(() => fresh.restore(snap.value));
@@ -229,8 +230,9 @@ async function main(): Promise<void> {
   console.log(`bytes per key after restore: ${perKey.toFixed(1)} structure (of which user key ` +
     `${keyOf(0).length} + value ${VALUE_BYTES}); overhead beyond key and value ` +
     `${(perKey - keyOf(0).length - VALUE_BYTES).toFixed(1)} (store-key prefix ` +
-    `${keyBytes - keyOf(0).length} B included); wasm memory ` +
-    `${((fresh.memoryBytes() - memEmpty) / KEYS).toFixed(1)} B/key (grows by doubling)`);
+    `${keyBytes - keyOf(0).length} B included); wasm memory after load ` +
+    `${((memLoaded - memEmpty) / KEYS).toFixed(1)} B/key (memory grows by doubling and holds ` +
+    `garbage until the GC frees it)`);
   const wasmClock = { index: fresh.appliedIndex, now: fresh.lastTimeMs };
   const wt = wasmTarget(fresh, wasmClock);
   const figures = [...await readFigures(wt, KEYS, 'wasm'),
