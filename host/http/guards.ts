@@ -53,6 +53,8 @@ export interface RequestMetrics {
 }
 
 export interface RequestLogger {
+  /** Per-request lines: off at the default level, on with HIVEKV_LOG_LEVEL=debug. */
+  debug(fields: Record<string, unknown>, message: string): void;
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
   error(fields: Record<string, unknown>, message: string): void;

@@ -93,6 +93,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: [...REDACTED_PATHS], censor: REDACTED_CENSOR },
   };
-  const inner = destination === undefined ? pino(options) : pino(options, destination);
+  // Asynchronous writes: lines logged while a write is under way go out together, and a
+  // slow stdout never blocks the event loop. pino flushes them synchronously at exit.
+  const inner = pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
   return new PinoBackedLogger(inner);
 }

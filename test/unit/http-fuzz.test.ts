@@ -116,7 +116,7 @@ beforeAll(async () => {
   // KV answers 503 by design; the switch itself is covered by the server tests.
   service.setPaused = async () => ({ kind: 'done', value: undefined });
   const silent = () => undefined;
-  const logger: RequestLogger = { info: silent, warn: silent, error: silent };
+  const logger: RequestLogger = { debug: silent, info: silent, warn: silent, error: silent };
   const roles = new Map<string, Role>([['Bearer admin', 'admin'], ['Bearer reader', 'read-only']]);
   handle = await startHttpServer({
     service, config,

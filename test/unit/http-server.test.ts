@@ -76,7 +76,7 @@ async function start(env: Record<string, string> = {}): Promise<Env> {
   const lines: Array<Record<string, unknown>> = [];
   const observed: Array<[string, string, number]> = [];
   const log = (fields: Record<string, unknown>) => void lines.push(fields);
-  const logger: RequestLogger = { info: log, warn: log, error: log };
+  const logger: RequestLogger = { debug: log, info: log, warn: log, error: log };
   const metrics = {
     observeRequest: (route: string, method: string, status: number) =>
       void observed.push([route, method, status]),
