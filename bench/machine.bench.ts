@@ -179,7 +179,8 @@ function versionsOf(t: Target, keys: number): Float64Array {
 async function readFigures(t: Target, keys: number, label: string): Promise<Figure[]> {
   const rand = prng(7);
   const gets: KvCall[] = Array.from({ length: 65_536 }, () => ({ tenant: DEFAULT_TENANT,
-    readBytesCeiling: CEILING, ops: [{ op: 'get', ns: NS, key: keyOf(Math.floor(rand() * keys)) }] }));
+    readBytesCeiling: CEILING,
+    ops: [{ op: 'get', ns: NS, key: keyOf(Math.floor(rand() * keys)) }] }));
   const pages: KvCall[] = Array.from({ length: 4096 }, () => ({ tenant: DEFAULT_TENANT,
     readBytesCeiling: CEILING, ops: [{ op: 'getPrefix', ns: NS, prefix: 'user:',
       after: keyOf(Math.floor(rand() * (keys - PAGE_ROWS))), limit: PAGE_ROWS,

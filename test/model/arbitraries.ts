@@ -108,6 +108,7 @@ export type Step =
 const dtMs = fc.integer({ min: 0, max: 4 }).map((n) => n * 500);
 
 export const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('apply' as const), dtMs, command: commandArb }) },
+  { weight: 4,
+    arbitrary: fc.record({ t: fc.constant('apply' as const), dtMs, command: commandArb }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('read' as const), dtMs, call: readCallArb }) },
 );

@@ -52,7 +52,9 @@ function run(steps: readonly Step[]): void {
     // The same entries from the same snapshot give the same digest.
     const fromHalf = StateMachine.create();
     fromHalf.restore(half);
-    for (const e of log) if (e.index > fromHalf.appliedIndex) fromHalf.apply(e.index, e.time, e.bytes);
+    for (const e of log) {
+      if (e.index > fromHalf.appliedIndex) fromHalf.apply(e.index, e.time, e.bytes);
+    }
     expect(fromHalf.digest()).toBe(m.digest());
   }
 }

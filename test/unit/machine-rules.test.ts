@@ -209,7 +209,7 @@ describe('reads', () => {
     expect(r).toMatchObject({ rows: [{ key: 'a' }, { key: 'b' }, { key: 'é' }],
       missing: ['zz', 'y'], truncated: false });
   });
-  it('getPrefix pages with after, limit, nextAfter; the key equal to the prefix is under it', () => {
+  it('getPrefix pages (after, limit, nextAfter); a key equal to the prefix is under it', () => {
     const h = new Harness();
     h.ok(['ord', 'ord/1', 'ord/2', 'ord/3', 'orc', 'ore'].map((k) => put(k, '0')));
     const [p1] = h.read([getPrefix('ord', { limit: 2 })]);
