@@ -95,7 +95,7 @@ function readTenants(rd: Reader): Array<Tenant> {
 }
 
 /** Checks one row buffer of a snapshot against everything the state promises. */
-function rowOk(r: Row, tenantCount: i32, version: i64, prev: Row | null): bool {
+function rowOk(r: Row, tenantCount: i32, version: i64, time: i64, prev: Row | null): bool {
   if (r.byteLength < ROW_HEADER_BYTES) return false;
   let kLen = rowKeyLen(r);
   if (kLen < 6 || kLen > r.byteLength - ROW_HEADER_BYTES || rowValueLen(r) < 1) return false;
@@ -104,7 +104,8 @@ function rowOk(r: Row, tenantCount: i32, version: i64, prev: Row | null): bool {
   if (v < 1 || v > version) return false;
   let e = rowExpiresAt(r);
   if (e != EXPIRES_NEVER && (e < 0 || e > SAFE_INTEGER_MAX)) return false;
-  if (rowUpdatedAt(r) < 0 || rowUpdatedAt(r) > SAFE_INTEGER_MAX) return false;
+  // Every write is stamped with an entry time, and entry times never pass lastTimeMs.
+  if (rowUpdatedAt(r) < 0 || rowUpdatedAt(r) > time) return false;
   let tid = rowTenant(r);
   if (tid < 0 || tid >= tenantCount) return false;
   let k = rowKeyPtr(r);
@@ -120,7 +121,8 @@ export function readSnapshot(rd: Reader): string {
   if (rd.u32() != <u32>FORMAT_VERSION) return 'unknown snapshot format';
   let index = rd.i64(), time = rd.i64(), version = rd.i64();
   let p = rd.u8();
-  if (index < 0 || time < 0 || version < 0 || version > SAFE_INTEGER_MAX || p > 1) {
+  if (index < 0 || index > SAFE_INTEGER_MAX || time < 0 || time > SAFE_INTEGER_MAX ||
+    version < 0 || version > SAFE_INTEGER_MAX || p > 1) {
     return 'bad snapshot header';
   }
   let ts = readTenants(rd);
@@ -136,7 +138,7 @@ export function readSnapshot(rd: Reader): string {
     if (rd.failed) return rd.why;
     let r = changetype<Row>(__new(<usize>rd.lastLen, idof<ArrayBuffer>()));
     memory.copy(changetype<usize>(r), at, <usize>rd.lastLen);
-    if (!rowOk(r, ts.length, version, prev)) return 'bad row';
+    if (!rowOk(r, ts.length, version, time, prev)) return 'bad row';
     unchecked(rows[i] = r);
     prev = r;
   }

@@ -4,6 +4,7 @@
  * entry time, required aborts, reads after writes, ceilings, versions, pause, grant, quota.
  */
 import { describe, expect, it } from 'vitest';
+import { StateMachine } from '../../host/machine/state-machine.js';
 import {
   Harness, put, putIfAbsent, del, incr, get, getMany, getPrefix, check, ttl, quotaOf, w, NS,
 } from '../model/machine-harness.js';
@@ -304,6 +305,13 @@ describe('the wrapper', () => {
     const h = new Harness();
     expect(h.m.apply(1, 5, new Uint8Array([1, 0, 1]))).toMatchObject({ kind: 'invalid' });
     expect(h.m.appliedIndex).toBe(1);
+  });
+  it('restore refuses a header integer beyond 2^53 - 1 (a fuzz find)', () => {
+    const h = new Harness();
+    h.one(put('k', '1'));
+    const snap = h.m.snapshot();
+    snap[14] = 0x40; // appliedIndex, bytes 8..15: now about 2^54
+    expect(() => StateMachine.create().restore(snap)).toThrow(/invalid snapshot/);
   });
   it('restore refuses bytes that are not a snapshot and keeps the state', () => {
     const h = new Harness();
