@@ -33,6 +33,12 @@ export class Node {
    */
   hintOff: i32 = 0;
   hints: StaticArray<u64> = new StaticArray<u64>(NODE_CAP);
+  /**
+   * A node with an open bound (the tree's outer spines) takes hintOff from its own keys
+   * instead: an insert that breaks the shared prefix shortens it, and a search first checks
+   * the key against that prefix (a key outside it sorts before or after the whole node).
+   */
+  openBound: bool = true;
 
   constructor(leaf: bool) {
     this.leaf = leaf;
@@ -64,11 +70,38 @@ function rowHint(r: Row, off: i32): u64 {
 @inline function cmpAt(node: Node, i: i32, kh: u64, k: usize, kLen: i32): i32 {
   let h = unchecked(node.hints[i]);
   if (h != kh) return h < kh ? -1 : 1;
-  return cmpRow(unchecked(node.rows[i]), k, kLen);
+  // Equal hints: both keys share the node's prefix and the 8 hinted bytes (or end inside
+  // them), so the comparison resumes after them.
+  let r = unchecked(node.rows[i]);
+  let rLen = rowKeyLen(r);
+  let s = min(node.hintOff + 8, min(rLen, kLen));
+  return compareBytes(rowKeyPtr(r) + <usize>s, rLen - s, k + <usize>s, kLen - s);
+}
+
+/** Rows in use: all of a leaf's, the separators of an inner node. */
+// @ts-ignore: decorator
+@inline function usedOf(node: Node): i32 { return node.leaf ? node.n : node.n - 1; }
+
+/**
+ * For an open-bound node: -1 / 1 when k lies wholly before / after the node's shared
+ * prefix, 0 when it shares it (and hinted comparisons apply).
+ */
+function outside(node: Node, k: usize, kLen: i32): i32 {
+  if (!node.openBound || usedOf(node) == 0) return 0;
+  let r = unchecked(node.rows[0]);
+  let off = node.hintOff;
+  if (kLen < off) {
+    let c = memory.compare(k, rowKeyPtr(r), <usize>kLen);
+    return c < 0 || c == 0 ? -1 : 1;
+  }
+  let c = memory.compare(k, rowKeyPtr(r), <usize>off);
+  return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
 /** First index in a leaf's rows[0..n) whose key is >= k. */
 function lowerBound(node: Node, k: usize, kLen: i32): i32 {
+  let side = outside(node, k, kLen);
+  if (side != 0) return side < 0 ? 0 : node.n;
   let kh = hintOf(k, kLen, node.hintOff);
   let lo = 0, hi = node.n;
   while (lo < hi) {
@@ -80,6 +113,8 @@ function lowerBound(node: Node, k: usize, kLen: i32): i32 {
 
 /** Child index for k in an inner node: the number of separators <= k. */
 function childIndex(node: Node, k: usize, kLen: i32): i32 {
+  let side = outside(node, k, kLen);
+  if (side != 0) return side < 0 ? 0 : node.n - 1;
   let kh = hintOf(k, kLen, node.hintOff);
   let lo = 0, hi = node.n - 1;
   while (lo < hi) {
@@ -99,10 +134,29 @@ function boundsPrefix(lo: Row | null, hi: Row | null): i32 {
   return i;
 }
 
-/** Sets a node's hint offset from its bounds and recomputes all its hints. */
+function keyPrefix(a: Row, b: Row): i32 {
+  let pa = rowKeyPtr(a), pb = rowKeyPtr(b);
+  let n = min(rowKeyLen(a), rowKeyLen(b));
+  let i = 0;
+  while (i < n && load<u8>(pa + <usize>i) == load<u8>(pb + <usize>i)) i++;
+  return i;
+}
+
+/**
+ * Sets a node's hint offset (from its bounds, or from its own keys when a bound is open)
+ * and recomputes all its hints.
+ */
 function rehint(node: Node, lo: Row | null, hi: Row | null): void {
-  node.hintOff = boundsPrefix(lo, hi);
-  let used = node.leaf ? node.n : node.n - 1;
+  let used = usedOf(node);
+  node.openBound = lo == null || hi == null;
+  if (!node.openBound) node.hintOff = boundsPrefix(lo, hi);
+  else if (used == 0) node.hintOff = 0;
+  else node.hintOff = keyPrefix(unchecked(node.rows[0]), unchecked(node.rows[used - 1]));
+  recomputeHints(node);
+}
+
+function recomputeHints(node: Node): void {
+  let used = usedOf(node);
   for (let i = 0; i < used; i++) {
     unchecked(node.hints[i] = rowHint(unchecked(node.rows[i]), node.hintOff));
   }
@@ -343,7 +397,17 @@ export class Tree {
   }
 }
 
+/** Keeps an open-bound node's prefix shared by every key it holds, `row` included. */
+function admit(node: Node, row: Row): void {
+  if (!node.openBound || usedOf(node) == 0) return;
+  let shared = keyPrefix(unchecked(node.rows[0]), row);
+  if (shared >= node.hintOff) return;
+  node.hintOff = shared;
+  recomputeHints(node);
+}
+
 function leafInsert(leaf: Node, i: i32, row: Row): void {
+  admit(leaf, row);
   shiftRefs(changetype<usize>(leaf.rows), i, i + 1, leaf.n - i);
   shiftHints(leaf.hints, i, i + 1, leaf.n - i);
   unchecked(leaf.rows[i] = row);
@@ -352,6 +416,7 @@ function leafInsert(leaf: Node, i: i32, row: Row): void {
 }
 
 function insertInner(node: Node, ci: i32, sep: Row, right: Node): void {
+  admit(node, sep);
   shiftRefs(changetype<usize>(node.rows), ci, ci + 1, node.n - 1 - ci);
   shiftHints(node.hints, ci, ci + 1, node.n - 1 - ci);
   unchecked(node.rows[ci] = sep);

@@ -86,6 +86,21 @@ describe('ordered store at scale', () => {
       }
       check(h, model);
     }
+    // Other namespaces and tenants sort before and after this one in the same tree: their
+    // inserts break the prefixes the outer nodes shared.
+    const others: Array<{ ns: string; tenant: string }> = [{ ns: 'aa', tenant: 't0' },
+      { ns: 'zz', tenant: 't0' }, { ns: 'orders', tenant: 'zz-tenant' }];
+    for (const o of others) {
+      for (let i = 0; i < 3000; i += BATCH) {
+        h.ok(names.slice(i, i + BATCH).map((k) => ({ ...put(k, '7'), ns: o.ns })),
+          { tenant: o.tenant === 't0' ? undefined : o.tenant });
+      }
+    }
+    check(h, model);
+    const [aa] = h.read([{ ...getPrefix('k', { limit: 1000 }), ns: 'aa' }]);
+    expect(aa).toMatchObject({ truncated: true });
+    const [zt] = h.read([getMany(names[5]!)], { tenant: 'zz-tenant' });
+    expect(zt).toMatchObject({ rows: [{ valueJson: '7' }] });
     const restored = new Harness();
     restored.m.restore(h.m.snapshot());
     expect(restored.m.digest()).toBe(h.m.digest());
