@@ -45,19 +45,22 @@ export function resetOutput(): void {
 
 // ---- writer over the output region (little-endian) ----
 
-export function putU8(v: i32): void {
+// @ts-ignore: decorator
+@inline export function putU8(v: i32): void {
   ensureOutput(1);
   store<u8>(outputPtr + outputLen, <u8>v);
   outputLen += 1;
 }
 
-export function putU32(v: u32): void {
+// @ts-ignore: decorator
+@inline export function putU32(v: u32): void {
   ensureOutput(4);
   store<u32>(outputPtr + outputLen, v);
   outputLen += 4;
 }
 
-export function putI64(v: i64): void {
+// @ts-ignore: decorator
+@inline export function putI64(v: i64): void {
   ensureOutput(8);
   store<i64>(outputPtr + outputLen, v);
   outputLen += 8;
@@ -106,7 +109,8 @@ export class Reader {
     this.pos = this.end;
   }
 
-  has(n: usize): bool {
+  // @ts-ignore: decorator
+  @inline has(n: usize): bool {
     if (this.failed) return false;
     if (this.end - this.pos < n) {
       this.fail('truncated command');
@@ -115,21 +119,24 @@ export class Reader {
     return true;
   }
 
-  u8(): i32 {
+  // @ts-ignore: decorator
+  @inline u8(): i32 {
     if (!this.has(1)) return 0;
     let v = <i32>load<u8>(this.pos);
     this.pos += 1;
     return v;
   }
 
-  u32(): u32 {
+  // @ts-ignore: decorator
+  @inline u32(): u32 {
     if (!this.has(4)) return 0;
     let v = load<u32>(this.pos);
     this.pos += 4;
     return v;
   }
 
-  i64(): i64 {
+  // @ts-ignore: decorator
+  @inline i64(): i64 {
     if (!this.has(8)) return 0;
     let v = load<i64>(this.pos);
     this.pos += 8;
