@@ -51,6 +51,13 @@ export class Faults {
     }
   }
 
+  /** A mix with exactly these rates (tests that need a fault to fire, or never). */
+  static fixed(rng: SimRandom, rates: Partial<Record<FaultName, number>>): Faults {
+    const faults = new Faults(rng, []);
+    for (const [name, rate] of Object.entries(rates)) faults.rates.set(name as FaultName, rate);
+    return faults;
+  }
+
   /** True when the fault fires now; counts it. Draws nothing when the kind is off. */
   maybe(name: FaultName): boolean {
     if (!this.active) return false;

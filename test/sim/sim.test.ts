@@ -1,0 +1,79 @@
+/**
+ * The deterministic simulation as part of the test suite: a fixed set of seeds (mixed 3 and
+ * 5 nodes), every seed in regression-seeds.json, and a time-boxed batch of fresh random
+ * seeds, each printed so a failure replays with `npm run sim -- --seed N --nodes M --trace`.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_RUN, runSeed, type RunResult } from './run.js';
+
+/** Seeds of the fixed set: 0..FIXED_SEEDS-1, even seeds on 3 nodes, odd on 5. */
+const FIXED_SEEDS = 200;
+/** Simulated safety phase per seed in the suite; sized so the set fits ~2 minutes. */
+const SUITE_SAFETY_MS = 6_000;
+/** Wall time the random batch may use. */
+const RANDOM_BATCH_MS = 15_000;
+const RANDOM_BATCH_SEEDS_MAX = 200;
+
+interface RegressionSeed {
+  readonly seed: number;
+  readonly nodes: 3 | 5;
+  readonly note: string;
+}
+
+const regressions = JSON.parse(readFileSync(new URL('./regression-seeds.json', import.meta.url),
+  'utf8')) as RegressionSeed[];
+
+async function run(seed: number, nodes: 3 | 5, safetyMs = SUITE_SAFETY_MS): Promise<RunResult> {
+  return runSeed({ ...DEFAULT_RUN, seed, nodeCount: nodes, safetyMs });
+}
+
+function verdict(result: RunResult): string {
+  return result.failure === null ? 'ok'
+    : `seed ${result.seed} nodes ${result.nodeCount} failed (replay: npm run sim -- --seed ` +
+      `${result.seed} --nodes ${result.nodeCount} --trace): ${result.failure}`;
+}
+
+describe('deterministic simulation', () => {
+  it('replays a seed bit for bit', async () => {
+    const lines: string[][] = [[], []];
+    for (const copy of [0, 1] as const) {
+      await runSeed({ ...DEFAULT_RUN, seed: 7, nodeCount: 3, safetyMs: 3_000, trace: true,
+        traceSink: (line) => lines[copy]?.push(line) });
+    }
+    expect(lines[0]?.length).toBeGreaterThan(100);
+    expect(lines[1]).toEqual(lines[0]);
+  });
+
+  it(`passes ${FIXED_SEEDS} fixed seeds on 3 and 5 nodes`, async () => {
+    const failures: string[] = [];
+    let committed = 0;
+    for (let seed = 0; seed < FIXED_SEEDS; seed++) {
+      const result = await run(seed, seed % 2 === 0 ? 3 : 5);
+      committed += result.committedEntries;
+      if (result.failure !== null) failures.push(verdict(result));
+    }
+    expect(failures).toEqual([]);
+    // The runs must actually replicate: a cluster that never commits would pass vacuously.
+    expect(committed).toBeGreaterThan(FIXED_SEEDS * 10);
+  }, 240_000);
+
+  it.each(regressions.map((r) => [r.seed, r.nodes, r.note] as const))(
+    'regression seed %i on %i nodes (%s)', async (seed, nodes) => {
+      expect(verdict(await run(seed, nodes, DEFAULT_RUN.safetyMs))).toBe('ok');
+    }, 60_000);
+
+  it('passes a time-boxed batch of random seeds', async () => {
+    const startedMs = Date.now();
+    const seeds: number[] = [];
+    const failures: string[] = [];
+    while (Date.now() - startedMs < RANDOM_BATCH_MS && seeds.length < RANDOM_BATCH_SEEDS_MAX) {
+      const seed = Math.floor(Math.random() * 2 ** 31);
+      seeds.push(seed);
+      const result = await run(seed, seed % 2 === 0 ? 3 : 5);
+      if (result.failure !== null) failures.push(verdict(result));
+    }
+    console.log(`random simulation seeds: ${seeds.join(' ')}`);
+    expect(failures).toEqual([]);
+  }, RANDOM_BATCH_MS + 60_000);
+});
