@@ -14,8 +14,32 @@ const FAST_DIGITS_MAX: i32 = 15;
 
 export class IncrResult {
   reason: i32 = REASON_NONE;
-  /** Canonical text of the new value when applied. */
+  /** Canonical text of the new value when applied by the decimal path. */
   text: string = '';
+  /** When >= 0: the fast path wrote the new value's text at `fastText`, this many bytes. */
+  fastLen: i32 = -1;
+}
+
+/** Scratch for the fast path's digits: sign + 16 digits of |r| < 2^53 fit with room. */
+const FAST_TEXT_BYTES: usize = 32;
+export const fastText: usize = heap.alloc(FAST_TEXT_BYTES);
+
+/** Writes v in decimal at fastText; returns the length. */
+function writeInt(v: i64): i32 {
+  let neg = v < 0;
+  let u = neg ? -v : v;
+  let len = 0;
+  let t = u;
+  do { len++; t /= 10; } while (t != 0);
+  let total = len + (neg ? 1 : 0);
+  let p = fastText + <usize>total;
+  do {
+    p--;
+    store<u8>(p, <u8>(48 + <i32>(u % 10)));
+    u /= 10;
+  } while (u != 0);
+  if (neg) store<u8>(fastText, 45);
+  return total;
 }
 
 const NOT_SMALL: i64 = i64.MIN_VALUE;
@@ -51,6 +75,7 @@ export function incrValue(
   let out = scratchResult;
   out.reason = REASON_NONE;
   out.text = '';
+  out.fastLen = -1;
   let c = smallInt(curPtr, curLen), d = smallInt(dPtr, dLen);
   let lo = minLen < 0 ? 0 : smallInt(minPtr, minLen);
   let hi = maxLen < 0 ? 0 : smallInt(maxPtr, maxLen);
@@ -60,7 +85,7 @@ export function incrValue(
     if ((hasLo && (d < lo || r < lo)) || (hasHi && (d > hi || r > hi))) {
       out.reason = REASON_LIMIT;
     } else {
-      out.text = r.toString();
+      out.fastLen = writeInt(r);
     }
     return out;
   }

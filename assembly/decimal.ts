@@ -21,6 +21,33 @@ export const PARSE_OK: i32 = 0;
 export const PARSE_NOT_NUMBER: i32 = 1;
 export const PARSE_OUT_OF_RANGE: i32 = 2;
 
+/** Runs of digits starting at i; returns the index after them. */
+function digitsFrom(p: usize, len: i32, i: i32): i32 {
+  while (i < len && isDigit(load<u8>(p + <usize>i))) i++;
+  return i;
+}
+
+/** True when [p, p+len) is a JSON number (the grammar parseDec accepts), without parsing. */
+export function isJsonNumber(p: usize, len: i32): bool {
+  let i = len > 0 && load<u8>(p) == 45 ? 1 : 0;
+  let intEnd = digitsFrom(p, len, i);
+  if (intEnd == i || (intEnd - i > 1 && load<u8>(p + <usize>i) == 48)) return false;
+  i = intEnd;
+  if (i < len && load<u8>(p + <usize>i) == 46) {
+    let end = digitsFrom(p, len, i + 1);
+    if (end == i + 1) return false;
+    i = end;
+  }
+  if (i < len && (load<u8>(p + <usize>i) | 32) == 101) {
+    i++;
+    if (i < len && (load<u8>(p + <usize>i) == 43 || load<u8>(p + <usize>i) == 45)) i++;
+    let end = digitsFrom(p, len, i);
+    if (end == i) return false;
+    i = end;
+  }
+  return i == len;
+}
+
 /** Parses JSON number text at [p, p+len) into out; returns a PARSE_* code. */
 export function parseDec(p: usize, len: i32, out: Dec): i32 {
   let i = 0;

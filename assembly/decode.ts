@@ -10,7 +10,7 @@ import {
 } from './abi';
 import { Reader } from './buffers';
 import { Op } from './ops';
-import { Dec, parseDec, PARSE_NOT_NUMBER } from './decimal';
+import { isJsonNumber } from './decimal';
 
 /** Decoded ops of the current command; only the first `opCount` are meaningful. */
 export const ops = new Array<Op>();
@@ -35,10 +35,9 @@ function readKey(rd: Reader, what: string): usize {
 function readNumber(rd: Reader, what: string, present: bool): usize {
   let p = rd.bytes(<u32>VALUE_BYTES_MAX, what);
   if (rd.failed || !present) return 0;
-  if (parseDec(p, rd.lastLen, numberScratch) == PARSE_NOT_NUMBER) rd.fail('bad ' + what);
+  if (!isJsonNumber(p, <i32>rd.lastLen)) rd.fail('bad ' + what);
   return p;
 }
-const numberScratch = new Dec();
 
 function readSafeNonNegative(rd: Reader, what: string): i64 {
   let v = rd.i64();

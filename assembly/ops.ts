@@ -12,7 +12,7 @@ import {
   Row, newRow, rowLive, rowVersion, rowExpiresAt, rowValuePtr, rowValueLen, EXPIRES_NEVER,
 } from './row';
 import { tree, placeRow, dropRow, nextVersion } from './state';
-import { incrValue } from './counter';
+import { incrValue, fastText } from './counter';
 
 export class Op {
   code: i32 = 0;
@@ -177,6 +177,10 @@ export function applyIncr(op: Op, tid: i32, timeMs: i64): void {
     return;
   }
   let expiresAt = live == null ? expiryAt(timeMs, op) : rowExpiresAt(live);
+  if (res.fastLen >= 0) {
+    write(op, kLen, fastText, res.fastLen, expiresAt, timeMs);
+    return;
+  }
   let text = String.UTF8.encode(res.text);
   write(op, kLen, changetype<usize>(text), text.byteLength, expiresAt, timeMs);
 }

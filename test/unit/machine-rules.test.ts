@@ -97,6 +97,17 @@ describe('incr (WIRE.md, "incr")', () => {
     h.one(put('c', stored));
     expect(h.one(incr('c', delta))).toMatchObject({ applied: true, valueJson: sum });
   });
+  it.each(['abc', '', '-', '01', '1.', '.5', '1e', '1e+', '--1', '1 '])(
+    'a delta that is not a JSON number (%j) makes the command invalid', (delta) => {
+      const h = new Harness();
+      expect(h.entry({ kind: 'call', call: { tenant: 't', readBytesCeiling: 10,
+        ops: [incr('c', delta)] }, flags: { requireGrant: false } }))
+        .toMatchObject({ kind: 'invalid' });
+    });
+  it.each(['1e5', '-0.5E-2', '0', '2.50e+1'])('%s is a JSON number delta', (delta) => {
+    const h = new Harness();
+    expect(h.one(incr('c', delta))).toMatchObject({ applied: true });
+  });
   it('|result| > 2^53 - 1 is limit', () => {
     const h = new Harness();
     h.one(put('c', '9007199254740991'));
