@@ -59,8 +59,12 @@ export interface ClusterSettings {
   readonly digestEveryEntries: number;
 }
 
+/** Driver steps (reads of appliedIndex) one event may cause before it is a livelock. */
+export const WORK_PER_EVENT_MAX = 200_000;
+
 export class SimCluster {
   readonly scheduler = new SimScheduler();
+  private workThisEvent = 0;
   readonly network: SimNetwork;
   readonly checkers: Checkers;
   readonly nodes: SimNode[] = [];
@@ -213,9 +217,27 @@ export class SimCluster {
     this.crash(node, 'start failed');
   }
 
+  /** Resets the per-event work budget (called by the runner after each event). */
+  resetWorkBudget(): void {
+    this.workThisEvent = 0;
+  }
+
   /** Wraps the machine's apply and restore to observe them; decisions stay the machine's. */
   private observeMachine(node: SimNode, inc: Incarnation): void {
     const { machine, storage } = inc;
+    // A driver that loops on Readies without ever waiting would starve the event loop and
+    // hang the run. Every drain iteration reads appliedIndex, so a bound on those reads per
+    // event turns such a livelock into a reported failure.
+    const appliedIndex = Object.getOwnPropertyDescriptor(StateMachine.prototype, 'appliedIndex');
+    Object.defineProperty(machine, 'appliedIndex', {
+      get: () => {
+        if (++this.workThisEvent > WORK_PER_EVENT_MAX) {
+          throw new Error(`livelock: ${node.id} did ${WORK_PER_EVENT_MAX} driver steps in ` +
+            'one event without waiting');
+        }
+        return appliedIndex?.get?.call(machine) as number;
+      },
+    });
     const apply = machine.apply.bind(machine);
     const every = this.settings.digestEveryEntries;
     machine.apply = (index, timeMs, command) => {

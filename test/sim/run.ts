@@ -62,6 +62,11 @@ const EXACT_ATTEMPTS_MAX = 4;
 const RETRY_MS = 100;
 /** Events one run may execute; a run past it is stuck in a loop (a bug). */
 const EVENTS_PER_RUN_MAX = 20_000_000;
+/**
+ * Events one simulated second may hold. Normal runs stay under ~10,000; far more means two
+ * nodes answer each other in a loop without waiting for a timer (an event storm).
+ */
+const EVENTS_PER_SIMULATED_SECOND_MAX = 50_000;
 
 interface Client {
   readonly id: string;
@@ -99,6 +104,8 @@ class Run {
   private crashes = 0;
   private clientsStopped = false;
   private nextLogCheckUs = 0;
+  private windowStartUs = 0;
+  private windowEvents = 0;
   private failure: string | null = null;
 
   constructor(private readonly options: RunOptions) {
@@ -164,13 +171,28 @@ class Run {
         break;
       }
       scheduler.runNext();
+      if (this.stormCheck()) break;
       await new Promise<void>((resolve) => setImmediate(resolve));
+      this.cluster.resetWorkBudget();
       this.cluster.afterEvent();
       if (scheduler.elapsedUs() >= this.nextLogCheckUs) {
         this.nextLogCheckUs = scheduler.elapsedUs() + LOG_CHECK_EVERY_MS * 1000;
         this.cluster.checkLogs();
       }
     }
+  }
+
+  /** True (and a failure) when one simulated second holds too many events. */
+  private stormCheck(): boolean {
+    const { scheduler } = this.cluster;
+    if (scheduler.elapsedUs() - this.windowStartUs >= 1_000_000) {
+      this.windowStartUs = scheduler.elapsedUs();
+      this.windowEvents = 0;
+    }
+    if (++this.windowEvents <= EVENTS_PER_SIMULATED_SECOND_MAX) return false;
+    this.failure ??= `event storm: over ${EVENTS_PER_SIMULATED_SECOND_MAX} events in one ` +
+      `simulated second from ${(this.windowStartUs / 1000).toFixed(3)} ms (replay with --trace)`;
+    return true;
   }
 
   // ------------------------------------------------------------------ clients
