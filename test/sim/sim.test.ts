@@ -10,7 +10,7 @@ import { DEFAULT_RUN, runSeed, type RunResult } from './run.js';
 /** Seeds of the fixed set: 0..FIXED_SEEDS-1, even seeds on 3 nodes, odd on 5. */
 const FIXED_SEEDS = 200;
 /** Simulated safety phase per seed in the suite; sized so the set fits ~2 minutes. */
-const SUITE_SAFETY_MS = 6_000;
+const SUITE_SAFETY_MS = 10_000;
 /** Wall time the random batch may use. */
 const RANDOM_BATCH_MS = 15_000;
 const RANDOM_BATCH_SEEDS_MAX = 200;
