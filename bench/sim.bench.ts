@@ -1,6 +1,6 @@
 /**
  * Simulator throughput: simulated cluster-seconds per wall second for a 3-node cluster under
- * client load (4 clients), without faults and with the full fault mix. The wall figure
+ * client load (4 clients, and 1), without faults and with the full fault mix. The wall figure
  * suffers from other processes on the machine, so CPU seconds are reported beside it.
  *
  *   npm run bench:sim [-- --seconds 30 --runs 5]
@@ -24,11 +24,12 @@ function flag(name: string, fallback: number): number {
   return value;
 }
 
-async function sample(seed: number, safetyMs: number, faultKinds: readonly FaultName[]):
-  Promise<Sample> {
+async function sample(seed: number, safetyMs: number, faultKinds: readonly FaultName[],
+  clientCount: number): Promise<Sample> {
   const cpu0 = process.cpuUsage();
   const wall0 = performance.now();
-  const result = await runSeed({ ...DEFAULT_RUN, seed, nodeCount: 3, safetyMs, faultKinds });
+  const result = await runSeed({ ...DEFAULT_RUN, seed, nodeCount: 3, safetyMs, faultKinds,
+    clientCount });
   const cpu = process.cpuUsage(cpu0);
   if (result.failure !== null) throw new Error(`seed ${seed} failed: ${result.failure}`);
   return {
@@ -57,10 +58,16 @@ async function main(): Promise<void> {
   const seconds = flag('--seconds', 30);
   const runs = flag('--runs', 5);
   console.log(`node ${process.version}, ${runs} runs of ${seconds} simulated s, 3 nodes`);
-  await sample(1, 2_000, []); // warm-up: compiles the wasm module and JITs the hot paths
-  for (const [label, kinds] of [['no faults', []], ['all faults', FAULT_NAMES]] as const) {
+  await sample(1, 2_000, [], 4); // warm-up: compiles the wasm module and JITs the hot paths
+  const configs = [
+    ['4 clients, no faults', [], 4], ['1 client, no faults', [], 1],
+    ['4 clients, all faults', FAULT_NAMES, 4],
+  ] as const;
+  for (const [label, kinds, clients] of configs) {
     const samples: Sample[] = [];
-    for (let run = 1; run <= runs; run++) samples.push(await sample(run, seconds * 1000, kinds));
+    for (let run = 1; run <= runs; run++) {
+      samples.push(await sample(run, seconds * 1000, kinds, clients));
+    }
     report(label, samples);
   }
 }

@@ -77,6 +77,10 @@ async function runOne(args: CliArgs, seed: number, nodes: 3 | 5): Promise<RunRes
     `${result.events} events, ${result.committedEntries} committed, ` +
     `${result.callsAnswered} answered / ${result.callsUnknown} unknown, ` +
     `${result.crashes} crashes`;
+  if (result.inconclusiveKeys.length > 0) {
+    console.log(`note seed ${seed} nodes ${nodes}: linearizability search gave up on ` +
+      `${result.inconclusiveKeys.join(', ')}`);
+  }
   if (result.failure !== null) {
     console.log(`FAIL ${summary}\n  faults: ${result.faults}\n  ${result.failure}\n` +
       `  replay: npm run sim -- --seed ${seed} --nodes ${nodes} --trace`);
