@@ -39,7 +39,8 @@ function storageWith(rates: Parameters<typeof Faults.fixed>[1], seed = 1) {
   const scheduler = new SimScheduler();
   const disk = new SimDisk('n1', rng);
   const faults = Faults.fixed(rng, rates);
-  const make = () => new SimStorage(disk, scheduler, rng, faults, trace, { mayCorrupt: () => true });
+  const make = () =>
+    new SimStorage(disk, scheduler, rng, faults, trace, { mayCorrupt: () => true });
   return { rng, scheduler, disk, faults, make };
 }
 

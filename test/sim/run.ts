@@ -129,7 +129,8 @@ class Run {
 
   async execute(): Promise<string | null> {
     const { cluster, options } = this;
-    this.trace.log('sim', `seed ${options.seed} nodes ${options.nodeCount} ${this.faults.describe()}`);
+    this.trace.log('sim',
+      `seed ${options.seed} nodes ${options.nodeCount} ${this.faults.describe()}`);
     for (const node of cluster.nodes) cluster.start(node);
     for (let i = 0; i < options.clientCount; i++) {
       const client: Client = { id: `c${i + 1}`, unique: 0, token: 0, waiting: null, exact: null };
@@ -360,7 +361,8 @@ class Run {
       let answer: ServiceResult<CallOutcome> | null = null;
       cluster.execute(node, planned.call)?.then((result) => { answer = result; });
       await this.runUntil(() => answer !== null,
-        Math.min(cluster.settingsTimeoutMs() + 500, (deadlineUs - cluster.scheduler.elapsedUs()) / 1000));
+        Math.min(cluster.settingsTimeoutMs() + 500,
+          (deadlineUs - cluster.scheduler.elapsedUs()) / 1000));
       const settled = answer as ServiceResult<CallOutcome> | null;
       if (settled !== null && settled.kind === 'done') {
         this.record('final', planned, settled.value, call);
@@ -401,7 +403,9 @@ class Run {
       return `exact counter ${EXACT_KEY} ends at ${exact} but ${markers} markers exist`;
     }
     for (const [key, winners] of this.raceWinners) {
-      if (RACE_KEYS.includes(key) && winners > 1) return `putIfAbsent on ${key} won ${winners} times`;
+      if (RACE_KEYS.includes(key) && winners > 1) {
+        return `putIfAbsent on ${key} won ${winners} times`;
+      }
     }
     return null;
   }
