@@ -108,7 +108,7 @@ async function serve(config: NodeConfig): Promise<void> {
     snapshotEveryEntries: config.snapshotEveryEntries,
     snapshotEveryBytes: config.snapshotEveryBytes,
   }, { storage, transport: buildTransport(config), machine, scheduler: realScheduler,
-    onFatal: fatal });
+    onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed) });
   await replica.start();
   const http = await startHttpServer({
     service: replica,

@@ -37,6 +37,8 @@ import type {
 
 /** Client requests waiting on this node at once; past it, 503 `overloaded`. */
 export const PENDING_REQUESTS_MAX = 100_000;
+/** Tenants whose quota row is cached; past it the cache starts over. */
+const QUOTA_CACHE_TENANTS_MAX = 10_000;
 const RETRY_AFTER_SECONDS = 1;
 
 export interface ReplicaOptions {
@@ -62,6 +64,8 @@ export interface ReplicaDeps {
   /** Called once with the error that makes this node unable to go on; it must stop it. */
   readonly onFatal: (error: Error) => void;
   readonly onApplied?: (index: number) => void;
+  /** Called with the number of expired keys a sweep entry removed. */
+  readonly onSwept?: (removedKeys: number) => void;
 }
 
 type Settle<T> = (result: ServiceResult<T>) => void;
@@ -69,7 +73,8 @@ type Settle<T> = (result: ServiceResult<T>) => void;
 interface PendingWrite {
   readonly command: Command;
   readonly settle: Settle<CallOutcome | null>;
-  readonly timer: TimerHandle;
+  /** Scheduler time after which the caller gets a 503 (outcome unknown). */
+  readonly deadlineMs: number;
   /** Set once the core accepted (or forwarded) it; null while waiting for a leader. */
   seq: number | null;
 }
@@ -77,7 +82,7 @@ interface PendingWrite {
 interface PendingRead<T> {
   readonly run: () => T;
   readonly settle: Settle<T>;
-  readonly timer: TimerHandle;
+  readonly deadlineMs: number;
   /** The index this node must apply before answering; -1 while the core has not said. */
   readIndex: number;
 }
@@ -107,6 +112,14 @@ export class Replica implements KvService {
   /** The term of the last applied entry, for the meta of the next snapshot. */
   private appliedTerm = 0;
   private logBytesSinceSnapshot = 0;
+  /**
+   * The pause switch and quota rows as last read from the machine. Every request consults
+   * them (refusal order, rate overrides), and they change only with admin entries.
+   */
+  private paused: boolean | null = null;
+  private readonly quotas = new Map<string, QuotaSettings | null>();
+  /** The last log index this node has synced; committed entries up to it may be applied. */
+  private durableIndex = 0;
 
   constructor(
     private readonly options: ReplicaOptions,
@@ -119,6 +132,7 @@ export class Replica implements KvService {
   async start(): Promise<void> {
     const recovered = await this.deps.storage.recover();
     if (recovered.snapshot !== null) this.restoreSnapshot(recovered.snapshot);
+    this.durableIndex = recovered.entries.at(-1)?.index ?? recovered.snapshot?.meta.index ?? 0;
     this.core = createRaft({
       id: this.options.id,
       voters: this.options.voters,
@@ -180,11 +194,24 @@ export class Replica implements KvService {
   }
 
   isPausedLocally(): boolean {
-    return this.deps.machine.isPaused();
+    this.paused ??= this.deps.machine.isPaused();
+    return this.paused;
   }
 
   quotaLocally(tenant: string): QuotaSettings | null {
-    return this.deps.machine.quota(tenant);
+    let quota = this.quotas.get(tenant);
+    if (quota === undefined) {
+      quota = this.deps.machine.quota(tenant);
+      if (this.quotas.size >= QUOTA_CACHE_TENANTS_MAX) this.quotas.clear();
+      this.quotas.set(tenant, quota);
+    }
+    return quota;
+  }
+
+  /** Admin entries and snapshots change the pause and quota rows: drop what was cached. */
+  private forgetAdminState(): void {
+    this.paused = null;
+    this.quotas.clear();
   }
 
   health(): NodeHealth {
@@ -248,10 +275,7 @@ export class Replica implements KvService {
         command,
         settle: resolve,
         seq: null,
-        timer: this.deps.scheduler.after(this.options.requestTimeoutMs, () => {
-          this.forgetWrite(pending);
-          resolve(unavailable('timeout', 'no answer in time: the outcome is unknown'));
-        }),
+        deadlineMs: this.deps.scheduler.nowMs() + this.options.requestTimeoutMs,
       };
       this.proposeOrQueue(pending);
       this.pump();
@@ -267,10 +291,7 @@ export class Replica implements KvService {
         run,
         settle: resolve,
         readIndex: -1,
-        timer: this.deps.scheduler.after(this.options.requestTimeoutMs, () => {
-          this.reads.delete(requestId);
-          resolve(unavailable('timeout', 'the cluster did not confirm a read index in time'));
-        }),
+        deadlineMs: this.deps.scheduler.nowMs() + this.options.requestTimeoutMs,
       };
       this.reads.set(requestId, pending as PendingRead<unknown>);
       if (this.core.status().leader === null) this.readsAwaitingLeader.push(requestId);
@@ -300,7 +321,6 @@ export class Replica implements KvService {
         this.writesAwaitingLeader.push(pending);
         return;
       }
-      pending.timer.cancel();
       pending.settle(unavailable('overloaded', result.reason === 'busy'
         ? 'too many uncommitted entries: the cluster is behind' : 'the entry is too large'));
       return;
@@ -309,10 +329,29 @@ export class Replica implements KvService {
     this.writesBySeq.set(seq, pending);
   }
 
-  private forgetWrite(pending: PendingWrite): void {
-    if (pending.seq !== null) this.writesBySeq.delete(pending.seq);
-    const at = this.writesAwaitingLeader.indexOf(pending);
-    if (at >= 0) this.writesAwaitingLeader.splice(at, 1);
+  /**
+   * Answers 503 to every request past its deadline. Runs on the tick, so a request costs no
+   * timer of its own; a deadline is honoured within one tick.
+   */
+  private expireOverdue(): void {
+    const now = this.deps.scheduler.nowMs();
+    const timedOut = unavailable('timeout', 'no answer in time: the outcome is unknown');
+    for (const [seq, pending] of this.writesBySeq) {
+      if (pending.deadlineMs > now) continue;
+      this.writesBySeq.delete(seq);
+      pending.settle(timedOut);
+    }
+    for (let i = this.writesAwaitingLeader.length - 1; i >= 0; i--) {
+      const pending = this.writesAwaitingLeader[i];
+      if (pending === undefined || pending.deadlineMs > now) continue;
+      this.writesAwaitingLeader.splice(i, 1);
+      pending.settle(unavailable('no_leader', 'no leader was elected in time'));
+    }
+    for (const [requestId, pending] of this.reads) {
+      if (pending.deadlineMs > now) continue;
+      this.reads.delete(requestId);
+      pending.settle(unavailable('timeout', 'the cluster did not confirm a read index in time'));
+    }
   }
 
   /** Once a leader is known, proposals and reads that waited for one go out. */
@@ -330,17 +369,11 @@ export class Replica implements KvService {
     const writes = [...this.writesBySeq.values(), ...this.writesAwaitingLeader];
     this.writesBySeq.clear();
     this.writesAwaitingLeader.length = 0;
-    for (const pending of writes) {
-      pending.timer.cancel();
-      pending.settle(unavailable(reason, detail));
-    }
+    for (const pending of writes) pending.settle(unavailable(reason, detail));
     const reads = [...this.reads.values()];
     this.reads.clear();
     this.readsAwaitingLeader.length = 0;
-    for (const pending of reads) {
-      pending.timer.cancel();
-      pending.settle(unavailable(reason, detail));
-    }
+    for (const pending of reads) pending.settle(unavailable(reason, detail));
   }
 
   /** A read evaluates expiry at max(local clock, last applied stamp) (DESIGN.md). */
@@ -362,6 +395,7 @@ export class Replica implements KvService {
     this.tickTimer = this.deps.scheduler.after(this.options.tickMs, () => {
       if (this.state !== 'running') return;
       this.core.tick();
+      this.expireOverdue();
       this.pump();
       this.scheduleTick();
     });
@@ -403,9 +437,15 @@ export class Replica implements KvService {
     while (this.state !== 'stopped' && this.core.hasReady()) {
       const ready = this.core.ready();
       this.sendAll(ready.earlyMessages);
+      // Committed entries that are already durable here are applied, and their callers
+      // answered, before this Ready's fsync: otherwise every batch would wait for the next
+      // batch's fsync too. Entries persisted by this Ready still apply only after it.
+      const durableCount = this.durablePrefix(ready);
+      this.applyCommitted(ready.committedEntries.slice(0, durableCount));
+      this.serveReads();
       await this.persist(ready);
       this.sendAll(ready.messages);
-      this.applyCommitted(ready.committedEntries);
+      this.applyCommitted(ready.committedEntries.slice(durableCount));
       this.noteReadStates(ready);
       this.core.advance(ready);
       this.noteSoftState(ready);
@@ -414,11 +454,27 @@ export class Replica implements KvService {
     }
   }
 
+  /**
+   * How many of the Ready's committed entries this node already holds durably. An entry this
+   * Ready overwrites is not durable in its new form yet, even below `durableIndex`.
+   */
+  private durablePrefix(ready: Ready): number {
+    const overwrittenFrom = ready.entries[0]?.index ?? Infinity;
+    const bound = Math.min(this.durableIndex, overwrittenFrom - 1);
+    const entries = ready.committedEntries;
+    let count = 0;
+    while (count < entries.length && (entries[count]?.index ?? Infinity) <= bound) count++;
+    return count;
+  }
+
   private async persist(ready: Ready): Promise<void> {
     const { storage } = this.deps;
     if (ready.snapshot !== null) {
       await storage.saveSnapshot(ready.snapshot.meta, ready.snapshot.data);
       this.restoreSnapshot(ready.snapshot);
+      // The core installs a snapshot only over a log that disagrees with it at its index,
+      // so what follows it here was discarded with it.
+      this.durableIndex = ready.snapshot.meta.index;
     }
     if (ready.entries.length > 0) {
       storage.append(ready.entries);
@@ -426,6 +482,8 @@ export class Replica implements KvService {
     }
     if (ready.hardState !== null) storage.setHardState(ready.hardState);
     if (ready.entries.length > 0 || ready.hardState !== null) await storage.sync();
+    const last = ready.entries[ready.entries.length - 1];
+    if (last !== undefined) this.durableIndex = last.index;
   }
 
   private sendAll(messages: readonly Message[]): void {
@@ -435,6 +493,7 @@ export class Replica implements KvService {
   private restoreSnapshot(snapshot: Snapshot): void {
     const { dedup, machine } = unwrapSnapshot(snapshot.data);
     this.deps.machine.restore(machine);
+    this.forgetAdminState();
     this.dedup = dedup;
     this.snapshotIndex = snapshot.meta.index;
     this.appliedTerm = snapshot.meta.term;
@@ -452,6 +511,10 @@ export class Replica implements KvService {
         continue;
       }
       const outcome = machine.apply(entry.index, entry.timeMs, envelope.command);
+      if (outcome.kind === 'admin') this.forgetAdminState();
+      if (outcome.kind === 'sweep' && outcome.removedKeys > 0) {
+        this.deps.onSwept?.(outcome.removedKeys);
+      }
       if (outcome.kind === 'invalid') {
         throw new Error(`entry ${entry.index} was refused by the machine: ${outcome.detail}`);
       }
@@ -460,7 +523,6 @@ export class Replica implements KvService {
       const pending = mine ? this.writesBySeq.get(envelope.seq) : undefined;
       if (pending !== undefined) {
         this.writesBySeq.delete(envelope.seq);
-        pending.timer.cancel();
         pending.settle({ kind: 'done', value: outcome.kind === 'call' ? outcome.outcome : null });
       }
     }
@@ -473,7 +535,6 @@ export class Replica implements KvService {
       if (pending === undefined) continue;
       if (readIndex < 0) {
         this.reads.delete(requestId);
-        pending.timer.cancel();
         const detail = 'leadership changed before the read was confirmed';
         pending.settle(unavailable('no_leader', detail));
         continue;
@@ -487,7 +548,6 @@ export class Replica implements KvService {
     for (const [requestId, pending] of this.reads) {
       if (pending.readIndex < 0 || pending.readIndex > applied) continue;
       this.reads.delete(requestId);
-      pending.timer.cancel();
       pending.settle({ kind: 'done', value: pending.run() });
     }
   }
