@@ -22,13 +22,37 @@ export const WIRE_ENTRIES_MAX = 1 << 20;
 export const WIRE_VOTERS_MAX = 64;
 const STRING_BYTES_MAX = 0xffff;
 const INITIAL_BUFFER_BYTES = 256;
+/** The encode scratch buffer is kept between messages up to this size. */
+const SCRATCH_BYTES_KEPT_MAX = 4 * 1024 * 1024;
 
 const utf8 = new TextEncoder();
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+/** Node ids repeat in every message; their encodings are kept, up to this many. */
+const ENCODED_STRINGS_MAX = 1024;
+const encodedStrings = new Map<string, Uint8Array>();
+/** Ids up to this length in plain ASCII are decoded without TextDecoder. */
+const ASCII_FAST_PATH_BYTES_MAX = 64;
+
+function encodeString(text: string): Uint8Array {
+  let data = encodedStrings.get(text);
+  if (data === undefined) {
+    data = utf8.encode(text);
+    if (encodedStrings.size >= ENCODED_STRINGS_MAX) encodedStrings.clear();
+    encodedStrings.set(text, data);
+  }
+  return data;
+}
+
+/**
+ * One scratch buffer serves every encode (encoding is synchronous and not re-entrant);
+ * `done()` copies out exactly the bytes of the message.
+ */
+let scratch = new Uint8Array(INITIAL_BUFFER_BYTES * 16);
+let scratchView = new DataView(scratch.buffer);
 
 class Writer {
-  private buffer = new Uint8Array(INITIAL_BUFFER_BYTES);
-  private view = new DataView(this.buffer.buffer);
+  private buffer = scratch;
+  private view = scratchView;
   private at = 0;
 
   private room(bytes: number): void {
@@ -37,6 +61,11 @@ class Writer {
     grown.set(this.buffer.subarray(0, this.at));
     this.buffer = grown;
     this.view = new DataView(grown.buffer);
+    // Keep the larger buffer for later messages, up to a bound, so big appends stay cheap.
+    if (grown.length <= SCRATCH_BYTES_KEPT_MAX) {
+      scratch = grown;
+      scratchView = this.view;
+    }
   }
 
   u8(value: number): void {
@@ -60,7 +89,7 @@ class Writer {
   }
 
   str(text: string): void {
-    const data = utf8.encode(text);
+    const data = encodeString(text);
     if (data.length > STRING_BYTES_MAX) throw new Error('codec: string too long');
     this.room(2 + data.length);
     this.view.setUint16(this.at, data.length, true);
@@ -128,8 +157,20 @@ class Reader {
     const length = this.view.getUint16(this.at, true);
     this.at += 2;
     this.need(length);
-    const text = utf8Strict.decode(this.data.subarray(this.at, this.at + length));
+    const text = length <= ASCII_FAST_PATH_BYTES_MAX ? this.ascii(length) : null;
+    const decoded = text ?? utf8Strict.decode(this.data.subarray(this.at, this.at + length));
     this.at += length;
+    return decoded;
+  }
+
+  /** The string at `at` if it is plain ASCII, else null (the caller decodes UTF-8). */
+  private ascii(length: number): string | null {
+    let text = '';
+    for (let i = this.at; i < this.at + length; i++) {
+      const byte = this.data[i] ?? 0x80;
+      if (byte >= 0x80) return null;
+      text += String.fromCharCode(byte);
+    }
     return text;
   }
 
