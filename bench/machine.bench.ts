@@ -20,6 +20,7 @@ import type { ApplyOutcome, Command, KvCall, KvOp } from '../host/machine/comman
 import { DEFAULT_TENANT } from '../host/machine/commands.js';
 import { StateMachine } from '../host/machine/state-machine.js';
 import { ReferenceModel } from '../test/model/reference-model.js';
+import { createUnitRandom } from '../host/core/prng.js';
 
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000);
 const MODEL_KEYS = Number(process.env.BENCH_MODEL_KEYS ?? 10_000);
@@ -37,17 +38,6 @@ const PAGE_ROWS = 100;
 
 const keyOf = (i: number): string => `user:${i.toString().padStart(8, '0')}`;
 
-/** mulberry32: a tiny seeded PRNG so every run draws the same keys. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Target {
   apply(command: Command, bytes: Uint8Array): ApplyOutcome;
@@ -95,7 +85,7 @@ type Kind = 'put' | 'incr' | 'mixed';
 
 function pool(kind: Kind, keys: number, batch: number, seed: number):
   Array<{ c: Command; b: Uint8Array }> {
-  const rand = prng(seed);
+  const rand = createUnitRandom(seed);
   const entries = Math.max(64, Math.floor(Math.min(POOL_OPS, keys * 4) / batch));
   const out: Array<{ c: Command; b: Uint8Array }> = [];
   for (let e = 0; e < entries; e++) {
@@ -142,7 +132,7 @@ async function writeFigures(t: Target, keys: number, label: string, cas: boolean
   if (cas) {
     const versions = versionsOf(t, keys);
     for (const batch of BATCHES) {
-      const rand = prng(batch);
+      const rand = createUnitRandom(batch);
       out.push(await measure(`${label} CAS x${batch}`, batch, 'writes/s', () => {
         const ks = entryKeys(rand, keys, batch);
         const ops = ks.map((k) => putOp(keyOf(k), versions[k]!));
@@ -177,7 +167,7 @@ function versionsOf(t: Target, keys: number): Float64Array {
 }
 
 async function readFigures(t: Target, keys: number, label: string): Promise<Figure[]> {
-  const rand = prng(7);
+  const rand = createUnitRandom(7);
   const gets: KvCall[] = Array.from({ length: 65_536 }, () => ({ tenant: DEFAULT_TENANT,
     readBytesCeiling: CEILING,
     ops: [{ op: 'get', ns: NS, key: keyOf(Math.floor(rand() * keys)) }] }));

@@ -72,3 +72,9 @@ export function createPrng(seed: number): Prng {
   };
   return { nextU32, nextBelow };
 }
+
+/** A generator of uniform numbers in [0, 1) over `createPrng`, for tests and benchmarks. */
+export function createUnitRandom(seed: number): () => number {
+  const prng = createPrng(seed);
+  return () => prng.nextU32() / U32_RANGE;
+}

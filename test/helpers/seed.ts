@@ -1,3 +1,5 @@
+import { createUnitRandom } from '../../host/core/prng.js';
+
 /**
  * Seeds for randomized tests: `SEED=<n>` replays a run; otherwise a fresh seed is drawn and
  * printed, so a failure can always be replayed.
@@ -11,14 +13,7 @@ export function testSeed(): number {
   return seed;
 }
 
-/** mulberry32: a small, fast, deterministic generator of numbers in [0, 1). */
+/** Uniform numbers in [0, 1), replayable from the seed. */
 export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return createUnitRandom(seed);
 }

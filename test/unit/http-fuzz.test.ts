@@ -9,25 +9,15 @@ import type { RequestLogger, Role } from '../../host/http/guards.js';
 import { DEFAULT_TENANT } from '../../host/machine/commands.js';
 import { loadConfig } from '../../host/node/config.js';
 import { FakeKvService } from '../helpers/fake-service.js';
+import { createUnitRandom } from '../../host/core/prng.js';
 
 const SEED = Number(process.env['SEED'] ?? Date.now() % 2 ** 31);
 const REQUESTS = Number(process.env['FUZZ_REQUESTS'] ?? 3000);
 /** Requests sent at once: enough to interleave handlers, few enough for a 2-core machine. */
 const CONCURRENCY = 8;
 
-/** mulberry32: small, seedable, good enough to pick shapes. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
-const random = prng(SEED);
+const random = createUnitRandom(SEED);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
 const chance = (p: number) => random() < p;
 

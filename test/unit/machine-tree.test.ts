@@ -8,21 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { Harness, put, del, getPrefix, getMany, FOREVER } from '../model/machine-harness.js';
 import { byteCompare } from '../model/reference-model.js';
 import type { OpResult } from '../../host/machine/commands.js';
+import { createUnitRandom } from '../../host/core/prng.js';
 
 const SEED = process.env.SEED !== undefined ? Number(process.env.SEED) : Date.now() % 2 ** 31;
 const KEYS = 12_000;
 const BATCH = 200;
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = ['a', 'b', 'é', '日', '/', 'z', '0', '\u{1F600}'];
 
@@ -55,7 +46,7 @@ function check(h: Harness, model: Map<string, string>): void {
 describe('ordered store at scale', () => {
   it(`random inserts, overwrites and deletes keep order (seed ${SEED})`, () => {
     console.log(`machine-tree seed: ${SEED} (replay with SEED=${SEED})`);
-    const rand = prng(SEED);
+    const rand = createUnitRandom(SEED);
     const h = new Harness();
     const model = new Map<string, string>();
     const names: string[] = [];
