@@ -286,6 +286,7 @@ export class Replica implements KvService {
     return new Promise((resolve) => {
       const refusal = this.admissionRefusal(false);
       if (refusal !== null) return resolve(refusal);
+      if (this.isSoleLeaderCaughtUp()) return resolve({ kind: 'done', value: run() });
       const requestId = this.nextReadId++;
       const pending: PendingRead<T> = {
         run,
@@ -298,6 +299,18 @@ export class Replica implements KvService {
       else this.core.readIndex(requestId);
       this.pump();
     });
+  }
+
+  /**
+   * A single-voter leader cannot be deposed, so once it has applied an entry of its own term
+   * and everything it committed, its state already reflects every acknowledged write: a read
+   * needs no read-index round (§6.4 answers the same index at once).
+   */
+  private isSoleLeaderCaughtUp(): boolean {
+    if (this.options.voters.length !== 1) return false;
+    const status = this.core.status();
+    return status.role === 'leader' && this.appliedTerm === status.term &&
+      this.deps.machine.appliedIndex >= status.commitIndex;
   }
 
   private admissionRefusal(isWrite: boolean): Unavailable | null {
