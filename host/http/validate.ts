@@ -41,6 +41,19 @@ interface Bounds {
   readonly keysMax: number;
 }
 
+/** True when a parsed JSON value holds ±Infinity anywhere. Iterative: no recursion limit. */
+function holdsNonFiniteNumber(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === 'number' && !Number.isFinite(item)) return true;
+    if (typeof item === 'object' && item !== null) {
+      for (const child of Object.values(item)) stack.push(child);
+    }
+  }
+  return false;
+}
+
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -307,6 +320,12 @@ function validatePut(
   const required = readRequired(raw, at);
   if (isKvError(required)) return required;
   const valueJson = JSON.stringify(raw['value']);
+  // JSON.parse turns a number literal too large for a double (1e400) into Infinity, which
+  // JSON.stringify writes as null: refuse rather than store a different value.
+  if (valueJson.includes('null') && holdsNonFiniteNumber(raw['value'])) {
+    return badRequest('kv_bad_request',
+      `${at}: the value holds a number too large for a double (it would be stored as null)`);
+  }
   if (valueJson.length * 3 > limits.maxValueBytes &&
       Buffer.byteLength(valueJson, 'utf8') > limits.maxValueBytes) {
     return tooLarge('kv_value_too_large',

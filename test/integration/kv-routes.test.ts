@@ -320,6 +320,14 @@ describe('validation', () => {
     expect(r.body).toMatchObject({ error: 'kv_bad_request', reason: 'kv_bad_body' });
   });
 
+  it('refuses a value whose number overflows a double instead of storing null', async () => {
+    const text =
+      '{"operations":[{"op":"put","ns":"a","key":"inf","value":[1e400],"forever":true}]}';
+    const r = await call(base, 'POST', '/api/v1/kv', text);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('kv_bad_request');
+  });
+
   it('accepts a value of exactly the ceiling and reads of a written key', async () => {
     const value = 'x'.repeat(65534);
     const key = fresh('big');

@@ -80,6 +80,8 @@ const CASES: Array<[string, unknown[], number, string]> = [
     { op: 'getMany', ns: 'a', keys: ['x'.repeat(1)].concat(Array(24).fill('y')) }], 400,
     'kv_too_many_keys'],
   ['put without value', [{ op: 'put', ns: 'a', key: 'k', forever: true }], 400, 'kv_bad_request'],
+  ['value with a number beyond a double', [put({ value: { n: [1, Infinity] } })], 400,
+    'kv_bad_request'],
   ['incr delta string', [{ op: 'incr', ns: 'a', key: 'k', delta: '1', forever: true }], 400,
     'kv_bad_request'],
   ['incr delta missing', [{ op: 'incr', ns: 'a', key: 'k', forever: true }], 400,
