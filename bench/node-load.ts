@@ -116,7 +116,7 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hivekv-bench-'));
   const bareServer = await startChild(['dist/bench/bare-server.js'], {});
   const node = await startChild(['bin/hivekv.js', 'serve', '--port', '0', '--data', dataDir], {
-    QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0', HIVEKV_LOG_LEVEL: 'warn',
+    QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0', HIVEKV_LOG_LEVEL: 'info',
   });
   const rows: Row[] = [];
   const bare = new Map<number, number>();
