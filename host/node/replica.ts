@@ -112,6 +112,10 @@ export class Replica implements KvService {
   /** The term of the last applied entry, for the meta of the next snapshot. */
   private appliedTerm = 0;
   private logBytesSinceSnapshot = 0;
+  /** The snapshot file being written, if any; at most one at a time. */
+  private snapshotSaving: Promise<void> | null = null;
+  /** A snapshot now durable on disk, waiting to be handed to the core between Readies. */
+  private pendingCompaction: Snapshot | null = null;
   /**
    * The pause switch and quota rows as last read from the machine. Every request consults
    * them (refusal order, rate overrides), and they change only with admin entries.
@@ -256,6 +260,8 @@ export class Replica implements KvService {
     for (let i = 0; i < 200 && this.pumping; i++) {
       await new Promise<void>((resolve) => this.deps.scheduler.after(5, resolve));
     }
+    // A snapshot being written finishes before the storage closes under it.
+    await this.snapshotSaving;
     this.state = 'stopped';
     await this.deps.transport.close();
     await this.deps.storage.close();
@@ -463,7 +469,8 @@ export class Replica implements KvService {
       this.core.advance(ready);
       this.noteSoftState(ready);
       this.serveReads();
-      await this.maybeSnapshot();
+      this.compactWhenIdle();
+      this.maybeSnapshot();
     }
   }
 
@@ -571,12 +578,18 @@ export class Replica implements KvService {
     }
   }
 
-  private async maybeSnapshot(): Promise<void> {
+  /**
+   * Takes a snapshot when one is due. The machine is serialised here, between Readies, so
+   * the bytes match `appliedIndex`; writing them runs beside the Ready loop, so client
+   * writes keep flowing while the file is fsynced. The core drops its log only once the file
+   * is durable, and only between Readies (`compactWhenIdle`).
+   */
+  private maybeSnapshot(): void {
     const { machine } = this.deps;
     const applied = machine.appliedIndex;
     const due = applied - this.snapshotIndex >= this.options.snapshotEveryEntries ||
       this.logBytesSinceSnapshot >= this.options.snapshotEveryBytes;
-    if (!due || applied <= this.snapshotIndex) return;
+    if (!due || applied <= this.snapshotIndex || this.snapshotSaving !== null) return;
     const meta: SnapshotMeta = {
       index: applied,
       term: this.appliedTerm,
@@ -584,9 +597,27 @@ export class Replica implements KvService {
       voters: this.options.voters,
     };
     const data = wrapSnapshot(this.dedup, machine.snapshot());
-    await this.deps.storage.saveSnapshot(meta, data);
-    this.core.compact(meta, data);
+    this.snapshotSaving = this.deps.storage.saveSnapshot(meta, data).then(() => {
+      this.snapshotSaving = null;
+      if (this.state === 'stopped') return;
+      this.pendingCompaction = { meta, data };
+      if (!this.pumping) this.compactWhenIdle();
+    }, (error: unknown) => {
+      this.snapshotSaving = null;
+      this.state = 'stopped';
+      this.deps.onFatal(error instanceof Error ? error : new Error(String(error)));
+    });
     this.snapshotIndex = applied;
     this.logBytesSinceSnapshot = 0;
+  }
+
+  /** Hands a durable snapshot to the core; never while a Ready is outstanding. */
+  private compactWhenIdle(): void {
+    const pending = this.pendingCompaction;
+    if (pending === null) return;
+    this.pendingCompaction = null;
+    // A snapshot installed from the leader meanwhile is newer: the core already has it.
+    if (pending.meta.index < this.snapshotIndex) return;
+    this.core.compact(pending.meta, pending.data);
   }
 }

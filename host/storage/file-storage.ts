@@ -30,8 +30,9 @@ import {
   loadSnapshotFile,
   pruneSnapshots,
   setAsideSnapshot,
+  publishSnapshotTemp,
   snapshotFileName,
-  writeSnapshotFile,
+  writeSnapshotTemp,
   type SnapshotDecode,
 } from './snapshot-files.js';
 import { StorageCorruptionError, type RecoveredState, type Storage } from './storage.js';
@@ -256,7 +257,14 @@ export class FileStorage implements Storage {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.exclusive(async () => {
+    // The bulk of the work, writing and fsyncing the file, happens outside the lock, so log
+    // syncs (and the writes waiting on them) go on meanwhile; only the rename and the log
+    // cleanup are serialized with them.
+    const written = writeSnapshotTemp(this.snapDir, meta, data, this.observe).catch((error) => {
+      this.failure = error;
+      throw error;
+    });
+    return written.then(() => this.exclusive(async () => {
       await this.flushAll(true);
       try {
         // §7: a log entry at the snapshot's index with another term was never committed;
@@ -265,13 +273,13 @@ export class FileStorage implements Storage {
         if (termAtIndex !== null && termAtIndex !== meta.term && meta.index > this.snapshotIndex) {
           await this.wal.truncateDurably(meta.index);
         }
-        await writeSnapshotFile(this.snapDir, meta, data, this.observe);
+        await publishSnapshotTemp(this.snapDir, meta, this.observe);
         await this.pruneAndDiscard(meta.index);
       } catch (error) {
         this.failure = error;
         throw error;
       }
-    });
+    }));
   }
 
   private async pruneAndDiscard(snapshotIndex: number): Promise<void> {

@@ -121,11 +121,24 @@ export async function writeSnapshotFile(
   data: Uint8Array,
   observe?: FsyncObserver,
 ): Promise<void> {
+  await writeSnapshotTemp(snapDir, meta, data, observe);
+  await publishSnapshotTemp(snapDir, meta, observe);
+}
+
+/**
+ * Writes and fsyncs a snapshot under its temp name; nothing reads it until
+ * `publishSnapshotTemp`. A crash leaves a temp file that recovery removes.
+ */
+export async function writeSnapshotTemp(
+  snapDir: string,
+  meta: SnapshotMeta,
+  data: Uint8Array,
+  observe?: FsyncObserver,
+): Promise<void> {
   const prefix = encodePrefix(meta, data.byteLength);
   const checksum = Buffer.alloc(CRC_BYTES);
   checksum.writeUInt32LE(crc32(data, crc32(prefix)), 0);
-  const name = snapshotFileName(meta.index);
-  const temp = join(snapDir, `${name}.tmp`);
+  const temp = join(snapDir, `${snapshotFileName(meta.index)}.tmp`);
   const handle = await open(temp, 'w');
   try {
     await writeFully(handle, prefix, 0);
@@ -135,7 +148,16 @@ export async function writeSnapshotFile(
   } finally {
     await handle.close();
   }
-  await rename(temp, join(snapDir, name));
+}
+
+/** Renames a written temp snapshot into place and makes the rename durable. */
+export async function publishSnapshotTemp(
+  snapDir: string,
+  meta: SnapshotMeta,
+  observe?: FsyncObserver,
+): Promise<void> {
+  const name = snapshotFileName(meta.index);
+  await rename(join(snapDir, `${name}.tmp`), join(snapDir, name));
   await fsyncDirectory(snapDir, observe);
 }
 
