@@ -99,9 +99,29 @@ function write(op: Op, keyLen: i32, vPtr: usize, vLen: i32, expiresAt: i64, t: i
   let old = placeRow(r, true);
   journalOld.push(old);
   journalNew.push(r);
+  accept(op, r);
+}
+
+/** Marks `op` applied, answering with `row` (null: no row). */
+function accept(op: Op, row: Row | null): void {
   op.applied = true;
   op.reason = REASON_NONE;
-  op.resRow = r;
+  op.resRow = row;
+}
+
+/**
+ * The one statement of `expect` (kv-routes.md): 0 means "must not be live", N > 0 means
+ * "must be live at version N". Refuses `op` and returns true when the precondition is lost.
+ */
+function refusedByExpect(op: Op, live: Row | null): bool {
+  if (op.expect == 0) {
+    if (live != null) { refuse(op, REASON_EXISTS, live); return true; }
+  } else if (live == null) {
+    refuse(op, REASON_ABSENT, null); return true;
+  } else if (rowVersion(live) != op.expect) {
+    refuse(op, REASON_VERSION, live); return true;
+  }
+  return false;
 }
 
 /** The live row at the store key in keyScratch, or null. */
@@ -113,53 +133,32 @@ function liveAt(keyLen: i32, timeMs: i64): Row | null {
 export function applyPut(op: Op, tid: i32, timeMs: i64): void {
   let kLen = composeKey(tid, op.nsPtr, op.nsLen, op.keyPtr, op.keyLen);
   let live = liveAt(kLen, timeMs);
-  if (op.flags & FLAG_HAS_EXPECT) {
-    if (op.expect == 0) {
-      if (live != null) { refuse(op, REASON_EXISTS, live); return; }
-    } else if (live == null) {
-      refuse(op, REASON_ABSENT, null); return;
-    } else if (rowVersion(live) != op.expect) {
-      refuse(op, REASON_VERSION, live); return;
-    }
-  }
+  if ((op.flags & FLAG_HAS_EXPECT) != 0 && refusedByExpect(op, live)) return;
   write(op, kLen, op.valuePtr, op.valueLen, expiryAt(timeMs, op), timeMs);
 }
 
 export function applyDelete(op: Op, tid: i32, timeMs: i64): void {
   let kLen = composeKey(tid, op.nsPtr, op.nsLen, op.keyPtr, op.keyLen);
   let live = liveAt(kLen, timeMs);
-  let hasExpect = (op.flags & FLAG_HAS_EXPECT) != 0;
-  if (hasExpect && op.expect == 0) {
-    if (live != null) { refuse(op, REASON_EXISTS, live); return; }
-    op.applied = true;
-    op.reason = REASON_NONE;
-    op.resRow = null;
-    return;
+  if ((op.flags & FLAG_HAS_EXPECT) != 0) {
+    if (refusedByExpect(op, live)) return;
+  } else if (live == null) {
+    refuse(op, REASON_ABSENT, null); return;
   }
-  if (live == null) { refuse(op, REASON_ABSENT, null); return; }
-  if (hasExpect && rowVersion(live) != op.expect) { refuse(op, REASON_VERSION, live); return; }
+  // Only `expect: 0` on an absent key gets here without a row: the assertion held.
+  if (live == null) { accept(op, null); return; }
   dropRow(live);
   journalOld.push(live);
   journalNew.push(null);
-  op.applied = true;
-  op.reason = REASON_NONE;
-  op.resRow = live;
+  accept(op, live);
 }
 
 /** check: asserts a version (0 = absent) and writes nothing. */
 export function evalCheck(op: Op, tid: i32, timeMs: i64): void {
   let kLen = composeKey(tid, op.nsPtr, op.nsLen, op.keyPtr, op.keyLen);
   let live = liveAt(kLen, timeMs);
-  if (op.expect == 0) {
-    if (live != null) { refuse(op, REASON_EXISTS, live); return; }
-  } else if (live == null) {
-    refuse(op, REASON_ABSENT, null); return;
-  } else if (rowVersion(live) != op.expect) {
-    refuse(op, REASON_VERSION, live); return;
-  }
-  op.applied = true;
-  op.reason = REASON_NONE;
-  op.resRow = live;
+  if (refusedByExpect(op, live)) return;
+  accept(op, live);
 }
 
 export function applyIncr(op: Op, tid: i32, timeMs: i64): void {
