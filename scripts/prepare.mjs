@@ -10,7 +10,7 @@ import { join } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const SOURCES = ['assembly', 'host', 'bench', 'test/model', 'test/sim', 'package.json',
   'tsconfig.json', 'asconfig.json'];
-const OUTPUTS = ['build/hivekv.wasm', 'dist/host/node/main.js'];
+const OUTPUTS = ['build/hivekv.wasm', 'dist/host/cli/program.js'];
 
 function newestMtimeMs(path) {
   let stat;

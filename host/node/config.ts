@@ -133,28 +133,6 @@ export function parsePeers(text: string): PeerAddress[] {
 
 export type Flags = Readonly<Record<string, string | undefined>>;
 
-/** Splits `--name value` and `--name=value` pairs. Unknown flags are an error. */
-export function parseFlags(argv: readonly string[], known: readonly string[]): Flags {
-  const flags: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg}"`);
-    const eq = arg.indexOf('=');
-    const name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
-    if (!known.includes(name)) {
-      const knownFlags = known.map((k) => '--' + k).join(' ');
-      throw new ConfigError(`unknown flag --${name} (known: ${knownFlags})`);
-    }
-    let value: string | undefined = eq > 0 ? arg.slice(eq + 1) : argv[i + 1];
-    if (eq <= 0) i++;
-    if (value === undefined) throw new ConfigError(`--${name} needs a value`);
-    flags[name] = value;
-  }
-  return flags;
-}
-
-export const SERVE_FLAGS = ['host', 'port', 'data', 'id', 'peer-listen', 'peers'] as const;
-
 function clusterShape(flags: Flags): Pick<NodeConfig, 'id' | 'peers' | 'peerListen'> {
   const peersText = flags['peers'];
   if (peersText === undefined) {

@@ -1,8 +1,7 @@
 /**
- * The `hivekv` command line: `hivekv serve [flags]` runs one node until SIGTERM or SIGINT.
- * This is the composition root: it builds the adapters (files, sockets, clock), the machine,
- * the driver and the HTTP server, and owns the process's life. Nothing else calls
- * `process.exit`.
+ * The composition root of a running node (`hivekv serve`, parsed in `host/cli/serve.ts`): it
+ * builds the adapters (files, sockets, clock), the machine, the driver and the HTTP server,
+ * and owns the process's life from then on.
  */
 import { randomInt } from 'node:crypto';
 import { createServer } from 'node:net';
@@ -15,17 +14,12 @@ import { StateMachine } from '../machine/state-machine.js';
 import { FileStorage } from '../storage/file-storage.js';
 import { NoPeersTransport } from '../transport/no-peers.js';
 import { WsTransport } from '../transport/ws-transport.js';
-import { ConfigError, loadConfig, parseFlags, SERVE_FLAGS, type NodeConfig } from './config.js';
+import type { NodeConfig } from './config.js';
 import { lockDataDir } from './data-lock.js';
 import { createLogger, type Logger } from './log.js';
 import { NodeMetrics } from './metrics.js';
 import { Replica } from './replica.js';
 import { realScheduler } from './scheduler.js';
-
-const USAGE = `usage: hivekv serve [--host 127.0.0.1] [--port 6632] [--data ./data]
-                    [--id n1 --peer-listen 127.0.0.1:7001
-                     --peers n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003]
-Configuration beyond the flags comes from the environment (see README.md).`;
 
 /** Election timeout in ticks; with the default 50 ms tick, 500 to 1000 ms. */
 const ELECTION_TICKS = 10;
@@ -33,26 +27,6 @@ const SHUTDOWN_TRANSFER_MS = 2000;
 const SHUTDOWN_DRAIN_MS = 5000;
 const METRICS_REFRESH_MS = 5000;
 const TENANTS_IN_METRICS_MAX = 100;
-
-export async function main(argv: readonly string[]): Promise<void> {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === '--help' || command === 'help') {
-    console.log(USAGE);
-    return;
-  }
-  if (command !== 'serve') throw new Error(`unknown command "${command}"\n${USAGE}`);
-  let config: NodeConfig;
-  try {
-    config = loadConfig(parseFlags(rest, SERVE_FLAGS), process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(`hivekv: ${error.message}\n${USAGE}`);
-      process.exit(2);
-    }
-    throw error;
-  }
-  await serve(config);
-}
 
 function buildTransport(config: NodeConfig) {
   if (config.peers.length === 1 || config.peerListen === null) return new NoPeersTransport();
@@ -77,7 +51,8 @@ async function assertPortFree(host: string, port: number): Promise<void> {
   });
 }
 
-async function serve(config: NodeConfig): Promise<void> {
+/** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
+export async function serve(config: NodeConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
   const dataDir = resolve(config.dataDir);
   await assertPortFree(config.host, config.port);

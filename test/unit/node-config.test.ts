@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseFlags, SERVE_FLAGS } from '../../host/node/config.js';
+import { serveCommand, serveFlags } from '../../host/cli/serve.js';
+import { ConfigError, loadConfig } from '../../host/node/config.js';
 
-const flags = (...argv: string[]) => parseFlags(argv, SERVE_FLAGS);
+/** The serve command's flags as the CLI parses them. */
+const flags = (...argv: string[]) => {
+  const command = serveCommand().configureOutput({ writeErr: () => {} });
+  command.parse(argv, { from: 'user' });
+  return serveFlags(command);
+};
 
 describe('configuration', () => {
   it('defaults to one node on 127.0.0.1:6632 with data in ./data', () => {
@@ -21,7 +27,6 @@ describe('configuration', () => {
   });
 
   it.each([
-    [['--bogus', '1'], /unknown flag --bogus/],
     [['--port', 'x'], /--port/],
     [['--peers', 'n1=127.0.0.1:7001'], /--id/],
     [['--id', 'n9', '--peers', 'n1=127.0.0.1:7001'], /not one of --peers/],
@@ -29,6 +34,10 @@ describe('configuration', () => {
     [['--peer-listen', '127.0.0.1:7001'], /needs --peers/],
   ])('refuses %j', (argv, message) => {
     expect(() => loadConfig(flags(...argv), {})).toThrow(message);
+  });
+
+  it('refuses an unknown flag, naming it', () => {
+    expect(() => flags('--bogus', '1')).toThrow(/unknown option '--bogus'/);
   });
 
   it.each([

@@ -1,0 +1,56 @@
+/**
+ * `hivekv serve`: run one node until SIGTERM or SIGINT. Flags first, then the environment
+ * (README.md, "Configuration"); a bad setting exits 2 with a message that names it.
+ */
+import { Command } from 'commander';
+import { ConfigError, loadConfig, type Flags } from '../node/config.js';
+import { serve } from '../node/main.js';
+
+const SERVE_HELP_AFTER = `
+A single node needs no flags. A cluster member names itself and every member:
+  hivekv serve --port 6632 --data ./data/n1 --id n1 \\
+    --peers n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003
+Configuration beyond the flags comes from the environment (see README.md).`;
+
+/** The serve command, detached from any program (tests parse flags through it). */
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('run one node: HTTP on --host:--port, data in --data')
+    .option('--host <host>', 'address the HTTP server listens on (default 127.0.0.1)')
+    .option('--port <port>', 'HTTP port, 0 for any free one (default 6632)')
+    .option('--data <dir>', 'data directory (default ./data)')
+    .option('--id <id>', 'this member\'s id (default n1)')
+    .option('--peer-listen <host:port>', 'where peers connect (default: this id\'s --peers entry)')
+    .option('--peers <list>', 'every member as id=host:port, comma separated')
+    .addHelpText('after', SERVE_HELP_AFTER)
+    .exitOverride();
+}
+
+/** Commander's parsed options as the `Flags` record `loadConfig` takes. */
+export function serveFlags(command: Command): Flags {
+  const options = command.opts<Record<string, string | undefined>>();
+  return {
+    host: options['host'],
+    port: options['port'],
+    data: options['data'],
+    id: options['id'],
+    'peer-listen': options['peerListen'],
+    peers: options['peers'],
+  };
+}
+
+export function registerServe(program: Command): void {
+  program.addCommand(serveCommand().action(async (_options: unknown, command: Command) => {
+    let config;
+    try {
+      config = loadConfig(serveFlags(command), process.env);
+    } catch (error) {
+      if (error instanceof ConfigError) {
+        console.error(`hivekv serve: ${error.message}`);
+        process.exit(2);
+      }
+      throw error;
+    }
+    await serve(config);
+  }));
+}
