@@ -7,7 +7,8 @@
 import {
   OUT_CALL, OUT_INVALID, STATUS_OK, STATUS_PRECONDITION, STATUS_PAUSED, STATUS_NOT_GRANTED,
   STATUS_QUOTA_EXCEEDED, OP_GET, OP_GET_MANY, OP_GET_PREFIX, OP_CHECK, OP_PUT, OP_DELETE,
-  OP_INCR, FLAG_REQUIRED, RES_WRITE, CALL_REQUIRE_GRANT, TENANT_BYTES_MAX,
+  OP_INCR, FLAG_REQUIRED, RES_WRITE, CALL_REQUIRE_GRANT, TENANT_BYTES_MAX, CMD_CALL_V1,
+  SHAPE_BATCH, SHAPE_TRANSACTION, TRANSACTION_ID_BYTES_MAX,
 } from './abi';
 import { Reader, putU8, putU32, putI64, putBytes, putString } from './buffers';
 import { Row, rowVersion, rowValuePtr, rowValueLen } from './row';
@@ -43,8 +44,35 @@ function putReported(op: Op): void {
   putI64(rowVersion(r));
 }
 
-/** Decodes and runs a call at timeMs; `logged` is true for an entry, false for a read. */
-export function runCall(rd: Reader, timeMs: i64, logged: bool): void {
+/** How the current call's answer is wrapped (a SHAPE_* code). */
+export let callShape: i32 = SHAPE_BATCH;
+/** The current transaction's id (SHAPE_TRANSACTION only), in the input region. */
+export let callTransactionIdPtr: usize = 0;
+export let callTransactionIdLen: i32 = 0;
+
+/** The shape and transaction id of a CMD_CALL; a CMD_CALL_V1 answers as a batch. */
+function decodeShape(rd: Reader, kind: i32): void {
+  callShape = SHAPE_BATCH;
+  callTransactionIdPtr = 0;
+  callTransactionIdLen = 0;
+  if (kind == CMD_CALL_V1) return;
+  callShape = rd.u8();
+  if (!rd.failed && (callShape < SHAPE_BATCH || callShape > SHAPE_TRANSACTION)) {
+    rd.fail('bad shape');
+  }
+  callTransactionIdPtr = rd.bytes(<u32>TRANSACTION_ID_BYTES_MAX, 'transaction id');
+  callTransactionIdLen = <i32>rd.lastLen;
+  if (!rd.failed && (callShape == SHAPE_TRANSACTION) != (callTransactionIdLen > 0)) {
+    rd.fail('bad transaction id');
+  }
+}
+
+/**
+ * Decodes and runs a call (`kind` CMD_CALL or CMD_CALL_V1) at timeMs; `logged` is true for
+ * an entry, false for a read.
+ */
+export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool): void {
+  decodeShape(rd, kind);
   let callFlags = rd.u8();
   let ceiling = rd.i64();
   let tPtr = rd.bytes(<u32>TENANT_BYTES_MAX, 'tenant');

@@ -6,7 +6,7 @@
  * Imports nothing but env.abort: no clock, no randomness, no I/O.
  */
 import {
-  CMD_CALL, CMD_SWEEP, CMD_SET_QUOTA, CMD_SET_PAUSED, CMD_NOOP, OUT_SWEEP, OUT_ADMIN,
+  CMD_CALL, CMD_CALL_V1, CMD_SWEEP, CMD_SET_QUOTA, CMD_SET_PAUSED, CMD_NOOP, OUT_SWEEP, OUT_ADMIN,
   OUT_NOOP, TENANT_BYTES_MAX, SAFE_INTEGER_MAX,
 } from './abi';
 import {
@@ -48,7 +48,7 @@ export function apply(len: i32, indexLo: i32, indexHi: i32, timeLo: i32, timeHi:
   if (time > SAFE_INTEGER_MAX) time = SAFE_INTEGER_MAX;
   let rd = new Reader(inputPtr, <usize>len);
   let kind = rd.u8();
-  if (kind == CMD_CALL) runCall(rd, time, true);
+  if (kind == CMD_CALL || kind == CMD_CALL_V1) runCall(rd, kind, time, true);
   else if (kind == CMD_SWEEP) applySweep(rd, time);
   else if (kind == CMD_SET_QUOTA) applySetQuota(rd);
   else if (kind == CMD_SET_PAUSED) applySetPaused(rd);
@@ -98,7 +98,7 @@ export function read(len: i32, nowLo: i32, nowHi: i32): i32 {
   let rd = new Reader(inputPtr, <usize>len);
   let kind = rd.u8();
   if (kind != CMD_CALL) emitInvalid(rd.failed ? rd.why : 'not a call');
-  else runCall(rd, now, false);
+  else runCall(rd, kind, now, false);
   return <i32>outputLen;
 }
 

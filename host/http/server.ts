@@ -244,7 +244,8 @@ class HttpApp {
       if (isKvError(call)) return call;
       return this.callTracked(call, 'kv', method === 'GET' ? this.getAnswer : this.singleAnswer);
     }
-    const call = validateTransactionBody(parseJsonBody(text ?? ''), tenant, limits);
+    const call = validateTransactionBody(parseJsonBody(text ?? ''), tenant, limits,
+      randomUUID());
     if (isKvError(call)) return call;
     return this.callTracked(call, 'transaction', this.transactionAnswer);
   }
@@ -265,7 +266,7 @@ class HttpApp {
   };
 
   private readonly transactionAnswer = (call: KvCall, outcome: CallOutcome): Answer =>
-    asAnswer(renderTransactionOutcome(call, outcome, randomUUID()));
+    asAnswer(renderTransactionOutcome(call, outcome, call.transactionId ?? randomUUID()));
 
   /** Counts the call as in flight from a received body to a rendered answer (for drain). */
   private async callTracked(call: KvCall, wire: Wire,
@@ -274,7 +275,7 @@ class HttpApp {
     try {
       if (wire === 'transaction' && call.ops.length === 0) {
         const paused = this.refuseBeforeLog(call, wire);
-        return paused ?? reply(renderEmptyTransaction(randomUUID()));
+        return paused ?? reply(renderEmptyTransaction(call.transactionId ?? randomUUID()));
       }
       const refused = this.refuseBeforeLog(call, wire);
       if (refused !== null) return refused;

@@ -25,9 +25,12 @@ function listField(body: Record<string, unknown>, field: string): unknown[] | Kv
   return value;
 }
 
-/** Validates a transaction body; its `kv` array becomes the call. */
+/**
+ * Validates a transaction body; its `kv` array becomes the call, answered under
+ * `transactionId` (drawn when the request arrived, so the log entry carries it).
+ */
 export function validateTransactionBody(body: unknown, tenant: string,
-  limits: KvLimits): KvCall | KvError {
+  limits: KvLimits, transactionId: string): KvCall | KvError {
   if (isKvError(body)) return body;
   if (!isObject(body)) {
     return badRequest('kv_bad_body', 'the body must be {operations, requiredLeases, kv}');
@@ -42,7 +45,9 @@ export function validateTransactionBody(body: unknown, tenant: string,
     return badRequest('queue_not_available',
       'push, ack and leases need the queue, which is not part of this build; send only kv');
   }
-  return validateTransactionKv(kv, tenant, limits);
+  const call = validateTransactionKv(kv, tenant, limits);
+  if (isKvError(call)) return call;
+  return { ...call, shape: 'transaction', transactionId };
 }
 
 /**

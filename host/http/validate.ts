@@ -469,7 +469,7 @@ export function validatePathCall(
   const name = method === 'GET' ? 'get' : method === 'PUT' ? 'put' : 'delete';
   const op = validateKeyedOp(name, fields, ns, key, 'body', limits);
   if (isKvError(op)) return op;
-  return { tenant, ops: [op], readBytesCeiling: limits.maxReadBytes };
+  return { tenant, shape: 'single', ops: [op], readBytesCeiling: limits.maxReadBytes };
 }
 
 const EMPTY: Json = Object.freeze({});

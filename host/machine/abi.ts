@@ -8,11 +8,21 @@
 export const FORMAT_VERSION = 1;
 
 // Command kinds (first byte of a command).
-export const CMD_CALL = 1;
+export const CMD_CALL_V1 = 1;
 export const CMD_SWEEP = 2;
 export const CMD_SET_QUOTA = 3;
 export const CMD_SET_PAUSED = 4;
 export const CMD_NOOP = 5;
+/** A call with its response shape (and transaction id); CMD_CALL_V1 is the same without. */
+export const CMD_CALL = 6;
+
+// Response shapes of a call (the byte after CMD_CALL): how its answer is wrapped.
+/** `POST /api/v1/kv`: `{"results":[...]}`. */
+export const SHAPE_BATCH = 1;
+/** A path route: the single element itself (a found `get` also carries an ETag). */
+export const SHAPE_SINGLE = 2;
+/** `POST /api/v1/transaction`: the commit or rollback answer with its transaction id. */
+export const SHAPE_TRANSACTION = 3;
 
 // Op codes.
 export const OP_GET = 1;
@@ -75,6 +85,8 @@ export const OPS_PER_CALL_MAX = 4096;
 export const KEYS_PER_CALL_MAX = 16384;
 export const KEY_BYTES_MAX = 4096;
 export const NS_BYTES_MAX = 255;
+/** A transaction id (a UUID today) is at most this long. */
+export const TRANSACTION_ID_BYTES_MAX = 64;
 export const TENANT_BYTES_MAX = 255;
 export const VALUE_BYTES_MAX = 1048576;
 /** A stored number whose exponent is beyond this is refused by incr with `limit`. */

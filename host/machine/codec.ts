@@ -14,7 +14,7 @@ import {
   STATUS_PRECONDITION, STATUS_PAUSED, STATUS_NOT_GRANTED, STATUS_QUOTA_EXCEEDED,
   STATUS_INVALID, RES_GET_FOUND, RES_GET_MISSING, RES_GET_MANY, RES_GET_PREFIX, RES_WRITE,
   REASON_EXISTS, REASON_ABSENT, REASON_VERSION, REASON_LIMIT, REASON_TYPE,
-  EXPIRES_NEVER_WIRE, LIMIT_NONE_WIRE,
+  EXPIRES_NEVER_WIRE, LIMIT_NONE_WIRE, SHAPE_BATCH, SHAPE_SINGLE, SHAPE_TRANSACTION,
 } from './abi.js';
 import type {
   ApplyOutcome, CallFlags, CallOutcome, Command, Expiry, KvCall, KvOp, KvReason, OpResult,
@@ -142,9 +142,14 @@ function writeQuota(w: ByteWriter, q: QuotaSettings): void {
   w.i64(q.maxWritesPerSec ?? LIMIT_NONE_WIRE);
 }
 
-/** A call: kind, call flags, read ceiling, tenant, ops. */
+const SHAPE_CODES = { batch: SHAPE_BATCH, single: SHAPE_SINGLE,
+  transaction: SHAPE_TRANSACTION } as const;
+
+/** A call: kind, shape, transaction id, call flags, read ceiling, tenant, ops. */
 export function writeCall(w: ByteWriter, call: KvCall, flags: CallFlags): void {
   w.u8(CMD_CALL);
+  w.u8(SHAPE_CODES[call.shape ?? 'batch']);
+  w.str(call.transactionId ?? '');
   w.u8(flags.requireGrant ? CALL_REQUIRE_GRANT : 0);
   w.i64(call.readBytesCeiling);
   w.str(call.tenant);

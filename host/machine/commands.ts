@@ -84,9 +84,22 @@ export type OpName = KvOp['op'];
 /** The op name as sent, which is what every result element echoes. */
 export type SentOpName = OpName | 'putIfAbsent';
 
+/** How a call's answer is wrapped: which route it came in on. */
+export type CallShape =
+  /** `POST /api/v1/kv`: `{"results":[...]}`. */
+  | 'batch'
+  /** A path route: the single element itself. */
+  | 'single'
+  /** `POST /api/v1/transaction`: the commit or rollback answer. */
+  | 'transaction';
+
 /** One validated call: every op of one request, for one tenant. */
 export interface KvCall {
   readonly tenant: string;
+  /** The route's answer shape; a call without one answers as a batch. */
+  readonly shape?: CallShape;
+  /** The transaction's id, generated when the request arrived (`transaction` shape only). */
+  readonly transactionId?: string;
   readonly ops: readonly KvOp[];
   /**
    * QUEEN_KV_MAX_READ_BYTES of the receiving node: the byte ceiling over the values the

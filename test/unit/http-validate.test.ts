@@ -208,6 +208,7 @@ describe('validatePathCall', () => {
   it('decodes the key once and builds get/put/delete', () => {
     const get = validatePathCall('GET', target('a%2Fb%25'), undefined, T, limits) as KvCall;
     expect(get.ops).toEqual([{ op: 'get', ns: 'orders', key: 'a/b%' }]);
+    expect(get.shape).toBe('single');
     const body = { value: { state: 'shipped' }, ttlSeconds: 604800, expect: 90101 };
     const put1 = validatePathCall('PUT', target('ord_8812'), body, T, limits) as KvCall;
     expect(put1.ops[0]).toMatchObject({ op: 'put', sentAs: 'put', expect: 90101 });
@@ -233,9 +234,14 @@ describe('validatePathCall', () => {
 
 describe('transaction wire and system bodies', () => {
   const tx = (body: unknown) => {
-    const r = validateTransactionBody(body, T, limits);
+    const r = validateTransactionBody(body, T, limits, 'tx-1');
     return isKvError(r) ? r.reason : r.ops.length;
   };
+  it('carries the transaction id and the transaction shape in the call', () => {
+    const r = validateTransactionBody({ kv: [{ op: 'get', ns: 'a', key: 'k' }] }, T, limits,
+      'tx-1') as KvCall;
+    expect(r).toMatchObject({ shape: 'transaction', transactionId: 'tx-1' });
+  });
   it('bounds kv to 64 ops over 256 keys and refuses getPrefix and queue ops', () => {
     const get = { op: 'get', ns: 'a', key: 'k' };
     expect(tx({ kv: Array(64).fill(get) })).toBe(64);
