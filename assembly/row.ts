@@ -45,6 +45,21 @@ export type Row = ArrayBuffer;
 // @ts-ignore: decorator
 @inline export function rowTenant(r: Row): i32 { return <i32>bswap(load<u32>(rowKeyPtr(r))); }
 
+/**
+ * Memory a row costs beyond its own buffer: the allocator's block and object headers, its
+ * B+tree slot and hint, and its expiry-heap entry (measured by `npm run bench:machine`).
+ */
+export const ROW_OVERHEAD_BYTES: i64 = 64;
+
+/**
+ * What a row of this store key and value takes in memory, as the state's byte budget counts
+ * it: used both to keep the running total and to estimate a call's growth before the log.
+ */
+// @ts-ignore: decorator
+@inline export function rowFootprint(storeKeyLen: i32, valueLen: i32): i64 {
+  return <i64>ROW_HEADER_BYTES + <i64>storeKeyLen + <i64>valueLen + ROW_OVERHEAD_BYTES;
+}
+
 /** Builds a row from a store key and a value, both given as address and length. */
 export function newRow(
   keyPtr: usize, keyLen: i32, valuePtr: usize, valueLen: i32,
