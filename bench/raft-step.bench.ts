@@ -46,6 +46,8 @@ function settle(net: Net): void {
       const ready = core.ready();
       queue.push(...ready.earlyMessages, ...ready.messages);
       core.advance(ready);
+      const last = ready.entries[ready.entries.length - 1];
+      if (last !== undefined) core.persisted(last.index, last.term);
     }
     if (queue.length === 0) return;
     for (const m of queue) {

@@ -2,15 +2,20 @@
  * The node driver: the only asynchronous code between the pure Raft core, the durable log,
  * the peer transport and the WebAssembly machine. It implements `KvService` for HTTP.
  *
- * The order of one Ready is fixed (etcd's raft and DESIGN.md):
- *   1. send `earlyMessages` (the leader's appends: it counts its own copy only after step 6),
- *   2. persist a received snapshot, then entries and hard state, one fsync for all of them,
- *   3. send `messages` (votes and acknowledgements promise what step 2 made durable),
- *   4. apply `committedEntries` in order, in WebAssembly, at each entry's stamp,
- *   5. answer the read states whose index is applied,
- *   6. `advance()`.
- * Only one Ready is in flight. Proposals that arrive while it is being persisted wait in the
- * core and go out together in the next one: that is the group commit.
+ * The order of one Ready is fixed (etcd's raft, DESIGN.md and host/core/raft/ready.ts):
+ *   1. send `earlyMessages` (the leader's appends: it counts its own copy only once durable),
+ *   2. apply `committedEntries` in order, in WebAssembly, at each entry's stamp (the core
+ *      hands out only entries already durable here), and answer the read states now served,
+ *   3. hand the hard state, then the entries, to storage, which writes them through to the
+ *      page cache at once when nothing must be durable before them,
+ *   4. `advance()`, and take the next Ready at once;
+ *   5. when the fsync covering step 3 returns: send the Ready's `messages` (votes and
+ *      acknowledgements promise durable state), then `persisted()`.
+ * One fsync is in flight at a time. Everything handed to storage while it runs (the next
+ * batch of proposals, received, validated, appended and replicated meanwhile) is covered by
+ * the next fsync, which starts as soon as the last one returns: that is the group commit, and
+ * the disk never waits for the CPU. A received snapshot is a barrier: every earlier write is
+ * made durable first, then the snapshot, then the rest of its Ready.
  *
  * Errors: a failed write or fsync crashes the node (`onFatal`) and is never retried; a
  * machine trap is a bug and crashes it too, naming the entry. Everything the driver queues is
@@ -122,8 +127,19 @@ export class Replica implements KvService {
    */
   private paused: boolean | null = null;
   private readonly quotas = new Map<string, QuotaSettings | null>();
-  /** The last log index this node has synced; committed entries up to it may be applied. */
-  private durableIndex = 0;
+  /** The last entry handed to storage: what the next fsync makes durable. */
+  private lastWritten = { index: 0, term: 0 };
+  /** Something was handed to storage since the last fsync started. */
+  private storageDirty = false;
+  /** The fsync in flight, if any. */
+  private syncInFlight: Promise<void> | null = null;
+  private syncsStarted = 0;
+  private syncsDone = 0;
+  /** Messages of taken Readies waiting for the fsync numbered `afterSync`, oldest first. */
+  private readonly messagesAwaitingSync: Array<{ messages: readonly Message[];
+    afterSync: number }> = [];
+  /** A received snapshot being installed: Readies wait until it is done. */
+  private installing: Promise<void> | null = null;
 
   constructor(
     private readonly options: ReplicaOptions,
@@ -136,7 +152,9 @@ export class Replica implements KvService {
   async start(): Promise<void> {
     const recovered = await this.deps.storage.recover();
     if (recovered.snapshot !== null) this.restoreSnapshot(recovered.snapshot);
-    this.durableIndex = recovered.entries.at(-1)?.index ?? recovered.snapshot?.meta.index ?? 0;
+    const last = recovered.entries.at(-1);
+    this.lastWritten = last !== undefined ? { index: last.index, term: last.term }
+      : { index: recovered.snapshot?.meta.index ?? 0, term: recovered.snapshot?.meta.term ?? 0 };
     this.core = createRaft({
       id: this.options.id,
       voters: this.options.voters,
@@ -257,7 +275,8 @@ export class Replica implements KvService {
     this.tickTimer?.cancel();
     this.sweepTimer?.cancel();
     this.failEverything('shutting_down', 'the node is shutting down');
-    for (let i = 0; i < 200 && this.pumping; i++) {
+    for (let i = 0; i < 200 && (this.pumping || this.installing !== null ||
+      this.syncInFlight !== null); i++) {
       await new Promise<void>((resolve) => this.deps.scheduler.after(5, resolve));
     }
     // A snapshot being written finishes before the storage closes under it.
@@ -435,75 +454,124 @@ export class Replica implements KvService {
     });
   }
 
-  /** Starts draining Readies unless a drain is already running. */
+  /** Takes every Ready the core has, then starts an fsync if one is due. Never re-enters. */
   private pump(): void {
-    if (this.pumping || this.state === 'stopped' || !this.core.hasReady()) return;
+    if (this.pumping || this.state === 'stopped') return;
     this.pumping = true;
-    this.drainReadies().then(
-      () => {
-        this.pumping = false;
-        if (this.state === 'running') this.pump();
-      },
+    try {
+      // `running()` re-reads the state: taking a Ready can stop the node.
+      while (this.running() && this.installing === null && this.core.hasReady()) {
+        const ready = this.core.ready();
+        if (ready.snapshot !== null) this.installSnapshot(ready);
+        else this.takeReady(ready);
+      }
+      this.startSync();
+      this.compactWhenIdle();
+      this.maybeSnapshot();
+    } catch (error) {
+      this.stopOnFatal(error);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private running(): boolean {
+    return this.state !== 'stopped';
+  }
+
+  private stopOnFatal(error: unknown): void {
+    if (this.state === 'stopped') return;
+    this.state = 'stopped';
+    this.deps.onFatal(error instanceof Error ? error : new Error(String(error)));
+  }
+
+  /** Steps 1 to 4 of the Ready order (file comment); step 5 is `onSynced`. */
+  private takeReady(ready: Ready, earlySent = false): void {
+    if (!earlySent) this.sendAll(ready.earlyMessages);
+    this.applyCommitted(ready.committedEntries);
+    this.serveReads();
+    this.handToStorage(ready);
+    // Every message waits for every write handed over before it, its own Ready's included:
+    // a message carries the current term, which an earlier Ready may have just raised.
+    const afterSync = this.storageDirty ? this.syncsStarted + 1
+      : this.syncInFlight !== null ? this.syncsStarted : 0;
+    if (ready.messages.length > 0) {
+      if (afterSync <= this.syncsDone) this.sendAll(ready.messages);
+      else this.messagesAwaitingSync.push({ messages: ready.messages, afterSync });
+    }
+    this.noteReadStates(ready);
+    this.core.advance(ready);
+    this.noteSoftState(ready);
+    this.serveReads();
+  }
+
+  /** Hard state first, then entries (storage.ts). */
+  private handToStorage(ready: Ready): void {
+    const { storage } = this.deps;
+    if (ready.hardState !== null) storage.setHardState(ready.hardState);
+    const last = ready.entries[ready.entries.length - 1];
+    if (last !== undefined) {
+      storage.append(ready.entries);
+      for (const entry of ready.entries) this.logBytesSinceSnapshot += entry.data.length + 32;
+      this.lastWritten = { index: last.index, term: last.term };
+    }
+    if (ready.hardState === null && last === undefined) return;
+    this.storageDirty = true;
+    storage.startWrite();
+  }
+
+  /** Starts the next fsync when something waits for one and none is in flight. */
+  private startSync(): void {
+    if (this.syncInFlight !== null || !this.storageDirty || this.state === 'stopped') return;
+    this.storageDirty = false;
+    const ticket = ++this.syncsStarted;
+    const covered = this.lastWritten;
+    this.syncInFlight = this.deps.storage.sync().then(
+      () => this.onSynced(ticket, covered),
       (error: unknown) => {
-        this.pumping = false;
-        this.state = 'stopped';
-        this.deps.onFatal(error instanceof Error ? error : new Error(String(error)));
+        this.syncInFlight = null;
+        this.stopOnFatal(error);
       },
     );
   }
 
-  private async drainReadies(): Promise<void> {
-    while (this.state !== 'stopped' && this.core.hasReady()) {
-      const ready = this.core.ready();
-      this.sendAll(ready.earlyMessages);
-      // Committed entries that are already durable here are applied, and their callers
-      // answered, before this Ready's fsync: otherwise every batch would wait for the next
-      // batch's fsync too. Entries persisted by this Ready still apply only after it.
-      const durableCount = this.durablePrefix(ready);
-      this.applyCommitted(ready.committedEntries.slice(0, durableCount));
-      this.serveReads();
-      await this.persist(ready);
-      this.sendAll(ready.messages);
-      this.applyCommitted(ready.committedEntries.slice(durableCount));
-      this.noteReadStates(ready);
-      this.core.advance(ready);
-      this.noteSoftState(ready);
-      this.serveReads();
-      this.compactWhenIdle();
-      this.maybeSnapshot();
+  /** Step 5: what the fsync `ticket` covered is durable. */
+  private onSynced(ticket: number, covered: { index: number; term: number }): void {
+    this.syncInFlight = null;
+    this.syncsDone = ticket;
+    if (this.state === 'stopped') return;
+    const waiting = this.messagesAwaitingSync;
+    while (waiting.length > 0 && (waiting[0]?.afterSync ?? Infinity) <= ticket) {
+      this.sendAll(waiting.shift()!.messages);
     }
+    if (covered.index > 0) this.core.persisted(covered.index, covered.term);
+    this.pump();
   }
 
   /**
-   * How many of the Ready's committed entries this node already holds durably. An entry this
-   * Ready overwrites is not durable in its new form yet, even below `durableIndex`.
+   * A snapshot from the leader: a barrier. Every earlier write is made durable, then the
+   * snapshot (which drops the log it replaces), then the machine is restored from it and the
+   * rest of its Ready is handled as usual, before any later Ready is taken.
    */
-  private durablePrefix(ready: Ready): number {
-    const overwrittenFrom = ready.entries[0]?.index ?? Infinity;
-    const bound = Math.min(this.durableIndex, overwrittenFrom - 1);
-    const entries = ready.committedEntries;
-    let count = 0;
-    while (count < entries.length && (entries[count]?.index ?? Infinity) <= bound) count++;
-    return count;
-  }
-
-  private async persist(ready: Ready): Promise<void> {
-    const { storage } = this.deps;
-    if (ready.snapshot !== null) {
-      await storage.saveSnapshot(ready.snapshot.meta, ready.snapshot.data);
-      this.restoreSnapshot(ready.snapshot);
-      // The core installs a snapshot only over a log that disagrees with it at its index,
-      // so what follows it here was discarded with it.
-      this.durableIndex = ready.snapshot.meta.index;
-    }
-    if (ready.entries.length > 0) {
-      storage.append(ready.entries);
-      for (const entry of ready.entries) this.logBytesSinceSnapshot += entry.data.length + 32;
-    }
-    if (ready.hardState !== null) storage.setHardState(ready.hardState);
-    if (ready.entries.length > 0 || ready.hardState !== null) await storage.sync();
-    const last = ready.entries[ready.entries.length - 1];
-    if (last !== undefined) this.durableIndex = last.index;
+  private installSnapshot(ready: Ready): void {
+    const snapshot = ready.snapshot!;
+    this.sendAll(ready.earlyMessages);
+    this.installing = (async () => {
+      while (this.syncInFlight !== null || this.storageDirty) {
+        this.startSync();
+        await this.syncInFlight;
+      }
+      await this.deps.storage.saveSnapshot(snapshot.meta, snapshot.data);
+      this.restoreSnapshot(snapshot);
+      this.lastWritten = { index: snapshot.meta.index, term: snapshot.meta.term };
+      this.takeReady(ready, true);
+    })().then(() => {
+      this.installing = null;
+      this.pump();
+    }, (error: unknown) => {
+      this.installing = null;
+      this.stopOnFatal(error);
+    });
   }
 
   private sendAll(messages: readonly Message[]): void {

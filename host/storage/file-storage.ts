@@ -56,6 +56,8 @@ export interface FileStorageOptions {
   readonly minFreeBytes?: number;
   /** Called with the duration in seconds of every fsync, for a latency histogram. */
   readonly onFsyncSeconds?: FsyncObserver;
+  /** Zero-fill WAL segments ahead of need (default true); false only for tests of layouts. */
+  readonly preallocate?: boolean;
 }
 
 /** The snapshot recovery starts from, and the damaged newer one it fell back from, if any. */
@@ -101,7 +103,8 @@ export class FileStorage implements Storage {
     this.observe = options.onFsyncSeconds;
     this.minFreeBytes = options.minFreeBytes ?? MIN_FREE_BYTES_DEFAULT;
     assertSafeU64(this.minFreeBytes, 'minFreeBytes');
-    this.wal = new Wal(this.walDir, options.segmentBytesMax ?? SEGMENT_BYTES_DEFAULT, this.observe);
+    this.wal = new Wal(this.walDir, options.segmentBytesMax ?? SEGMENT_BYTES_DEFAULT, this.observe,
+      options.preallocate ?? true);
   }
 
   /**
@@ -192,6 +195,19 @@ export class FileStorage implements Storage {
   append(entries: readonly Entry[]): void {
     this.assertUsable();
     this.wal.append(entries);
+  }
+
+  /**
+   * Writes buffered records through to the page cache unless a new term or vote is waiting
+   * to be made durable: entries of a term must never reach the disk before the term does
+   * (the hard state goes first in every sync, see above).
+   */
+  startWrite(): void {
+    this.assertUsable();
+    const latest = this.latestHardState;
+    const durable = this.durableHardState;
+    if (latest.term !== durable.term || latest.votedFor !== durable.votedFor) return;
+    this.wal.writeThrough();
   }
 
   /** Buffers a hard state. Throws on values out of range or a refused storage. */

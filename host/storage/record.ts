@@ -209,11 +209,11 @@ function decodeVerifiedFields(
 }
 
 /**
- * True when a record that verifies starts anywhere in `bytes` at or after `from`. Used to
+ * The offset of the first record that verifies in `bytes` at or after `from`, or -1. Used to
  * tell a torn tail (nothing valid after the damage) from damage in the middle of the log.
  * Bounded by the buffer length; cheap pre-checks keep the checksum work to plausible frames.
  */
-export function anyValidRecordFrom(bytes: Uint8Array, from: number): boolean {
+export function nextValidRecordOffset(bytes: Uint8Array, from: number): number {
   const view = viewOf(bytes);
   const last = bytes.byteLength - RECORD_HEADER_BYTES;
   for (let offset = from; offset <= last; offset += 1) {
@@ -221,7 +221,43 @@ export function anyValidRecordFrom(bytes: Uint8Array, from: number): boolean {
     if (dataBytes > bytes.byteLength - offset - RECORD_HEADER_BYTES) continue;
     if (view.getUint32(offset + 20, true) > U64_HIGH_WORD_SAFE_MAX) continue;
     if (typeOfCode(view.getUint8(offset + 32)) === null) continue;
-    if (decodeRecordAt(bytes, offset).kind === 'ok') return true;
+    if (decodeRecordAt(bytes, offset).kind === 'ok') return offset;
+  }
+  return -1;
+}
+
+/** True when a record that verifies starts anywhere in `bytes` at or after `from`. */
+export function anyValidRecordFrom(bytes: Uint8Array, from: number): boolean {
+  return nextValidRecordOffset(bytes, from) >= 0;
+}
+
+/** The unit a disk writes whole (a sector); a write torn by power loss tears between them. */
+export const SECTOR_BYTES = 512;
+
+/** True when every byte of `bytes` from `from` to `to` (exclusive) is zero. */
+export function isZeroRange(bytes: Uint8Array, from: number, to: number): boolean {
+  let offset = from;
+  // Word-sized steps where the view is aligned; the ends byte by byte.
+  while (offset < to && (bytes.byteOffset + offset) % 4 !== 0) {
+    if (bytes[offset++] !== 0) return false;
+  }
+  if (offset >= to) return true;
+  const words = new Uint32Array(bytes.buffer, bytes.byteOffset + offset,
+    Math.max(0, Math.floor((to - offset) / 4)));
+  for (let i = 0; i < words.length; i++) if (words[i] !== 0) return false;
+  for (offset += words.length * 4; offset < to; offset++) if (bytes[offset] !== 0) return false;
+  return true;
+}
+
+/**
+ * True when some whole sector inside [from, to) is all zeros. Segments are zero-filled
+ * before use, so such a sector is one a write never reached: the mark of a write torn by a
+ * crash before its fsync, as opposed to damage to bytes that were once written.
+ */
+export function holdsUnwrittenSector(bytes: Uint8Array, from: number, to: number): boolean {
+  let sector = Math.ceil(from / SECTOR_BYTES) * SECTOR_BYTES;
+  for (; sector + SECTOR_BYTES <= to; sector += SECTOR_BYTES) {
+    if (isZeroRange(bytes, sector, sector + SECTOR_BYTES)) return true;
   }
   return false;
 }

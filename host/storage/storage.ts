@@ -30,6 +30,13 @@ export interface Storage {
   append(entries: readonly Entry[]): void;
   /** Buffers a new hard state; it becomes durable with the next `sync()`. */
   setHardState(hardState: HardState): void;
+  /**
+   * Hands what is buffered to the OS now, where nothing must be durable before it, so it is
+   * written while an earlier `sync()` is still running; otherwise leaves it to `sync()`. Never
+   * makes anything durable and never lets entries of a new term reach the disk before that
+   * term does. Call it after handing a Ready's entries and hard state over.
+   */
+  startWrite(): void;
   /** Makes everything buffered durable: one write and one fsync per file touched. */
   sync(): Promise<void>;
   /**

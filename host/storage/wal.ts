@@ -2,17 +2,26 @@
  * The write-ahead log on disk: segment files in `<dir>/wal/`, each named by the index of its
  * first record and rolled at a bounded size, holding the framed records of record.ts.
  *
- * `append` only encodes into memory; `flush` (called by FileStorage.sync under its lock)
- * writes each touched segment once and fdatasyncs it once. An overwrite of a suffix is made
- * durable before any new record is written: later segments are unlinked newest first (so a
- * crash leaves a prefix of the old log), then the segment holding the conflict point is cut
- * and fsynced. Segments are written in index order, and a new segment's directory entry is
- * fsynced before the next one is touched, so a crash never leaves a hole between segments.
+ * `append` encodes into memory and, when nothing has to be made durable before them, writes
+ * the records through to the page cache at once (a small synchronous write), so they reach
+ * the OS while the previous batch's fdatasync is still running; `flush` (called by
+ * FileStorage.sync under its lock) then only fdatasyncs. Everything else takes the ordered
+ * path in `flush`: an overwrite of a suffix is made durable before any new record is written
+ * (later segments are unlinked newest first, so a crash leaves a prefix of the old log, then
+ * the segment holding the conflict point is cut and fsynced); segments are written in index
+ * order, and a new segment's directory entry is fsynced before the next one is touched, so a
+ * crash never leaves a hole between segments.
+ *
+ * Segments are zero-filled before use (wal-prealloc.ts), so an fdatasync commits data, not a
+ * new file size. Recovery reads zeros after the last record as the segment's unused room, and
+ * in the newest segment a zero sector between damaged bytes and a later valid record as a
+ * write that a crash cut before its fsync: no record after it was ever acknowledged.
  *
  * Must never: write outside `<dir>/wal/`, retry a failed write or fsync, or drop a record
  * that recovery cannot prove was torn at the very end of the newest segment.
  */
-import { open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { writeSync } from 'node:fs';
+import { open, readdir, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
@@ -21,6 +30,9 @@ import { StorageCorruptionError } from './storage.js';
 import {
   anyValidRecordFrom,
   decodeRecordAt,
+  holdsUnwrittenSector,
+  isZeroRange,
+  nextValidRecordOffset,
   decodeSegmentHeader,
   encodeRecord,
   encodeSegmentHeader,
@@ -29,6 +41,7 @@ import {
   RECORD_HEADER_BYTES,
   SEGMENT_HEADER_BYTES,
 } from './record.js';
+import { SegmentPreallocator, type SpareSegment } from './wal-prealloc.js';
 
 /** Default roll size of a segment (64 MiB). */
 export const SEGMENT_BYTES_DEFAULT = 64 * 1024 * 1024;
@@ -40,6 +53,12 @@ export const SEGMENT_BYTES_MAX = 1024 * 1024 * 1024;
 export const PENDING_BYTES_MAX = 256 * 1024 * 1024;
 /** Segment files one log may hold; beyond it snapshots are not keeping up. */
 export const SEGMENT_COUNT_MAX = 100_000;
+/**
+ * Records buffered by one `append` that are written through to the page cache at once, on the
+ * calling thread (1 MiB: a memory copy of well under a millisecond). Larger batches wait for
+ * `flush`, which writes them on the thread pool.
+ */
+export const WRITE_THROUGH_BYTES_MAX = 1024 * 1024;
 
 const SEGMENT_NAME = /^(\d{20})\.wal$/;
 const INDEX_DIGITS = 20;
@@ -105,12 +124,18 @@ interface Segment {
   /** The file exists, or a flush that creates it has been planned. */
   onDisk: boolean;
   handle: FileHandle | null;
+  /** Bytes were written through to the page cache since this segment's last fdatasync. */
+  dirty: boolean;
+  /** The zero-filled spare this segment will be renamed from when first written, if any. */
+  spare: SpareSegment | null;
 }
 
 /** One segment's share of a flush, captured synchronously when the flush starts. */
 interface SegmentWrite {
   readonly segment: Segment;
-  readonly truncateToBytes: number | null;
+  /** Records from this byte on were cut away: zero them up to `eraseToBytes` first. */
+  readonly eraseFromBytes: number | null;
+  readonly eraseToBytes: number;
   readonly position: number;
   readonly bytes: Buffer | null;
   readonly create: boolean;
@@ -155,6 +180,7 @@ export function scanSegmentBytes(
 ): SegmentScan {
   const header = decodeSegmentHeader(bytes);
   if (header.kind === 'bad') {
+    if (isZeroRange(bytes, 0, bytes.byteLength)) return { kind: 'torn-header' };
     if (isNewest && !anyValidRecordFrom(bytes, 0)) return { kind: 'torn-header' };
     return corruptAt(0, header.reason);
   }
@@ -168,11 +194,9 @@ export function scanSegmentBytes(
   while (offset < bytes.byteLength) {
     const decoded = decodeRecordAt(bytes, offset);
     if (decoded.kind !== 'ok') {
-      if (isNewest && !anyValidRecordFrom(bytes, offset + 1)) {
-        return { kind: 'ok', entries, offsets, validBytes: offset, lastTerm };
-      }
-      const where = isNewest ? 'a valid record follows it' : 'not in the newest segment';
-      return corruptAt(offset, `${decoded.reason}; ${where}`);
+      const damage = classifyEnd(bytes, offset, isNewest);
+      if (damage === null) return { kind: 'ok', entries, offsets, validBytes: offset, lastTerm };
+      return corruptAt(offset, `${decoded.reason}; ${damage}`);
     }
     const expectedIndex = nameIndex + offsets.length;
     const { entry } = decoded;
@@ -190,6 +214,22 @@ export function scanSegmentBytes(
   return { kind: 'ok', entries, offsets, validBytes: offset, lastTerm };
 }
 
+/**
+ * Where the records of a segment stop at `offset`: null when the rest is the end of the log
+ * (the zero-filled room of a segment, or in the newest segment a write torn by a crash before
+ * its fsync), else why it is damage. A torn write shows as nothing valid after it, or as a
+ * sector of zeros before the next valid record: bytes a write never reached. A record found
+ * after such a hole was written after it, so its fsync (which covers the hole too) never
+ * returned, and it was never acknowledged.
+ */
+function classifyEnd(bytes: Uint8Array, offset: number, isNewest: boolean): string | null {
+  if (isZeroRange(bytes, offset, bytes.byteLength)) return null;
+  if (!isNewest) return 'not in the newest segment';
+  const next = nextValidRecordOffset(bytes, offset + 1);
+  if (next < 0 || holdsUnwrittenSector(bytes, offset, next)) return null;
+  return `a valid record follows it at byte ${next}`;
+}
+
 function assertion(condition: boolean, message: string): asserts condition {
   if (!condition) throw new Error(`assertion failed: ${message}`);
 }
@@ -203,14 +243,23 @@ export class Wal {
   /** The snapshot index: records at or below it are never overwritten. */
   private floorIndex = 0;
   private totalPendingBytes = 0;
+  private readonly spares: SegmentPreallocator;
 
+  /** `preallocate` false creates every segment file on demand (tests of file layouts). */
   constructor(
     private readonly walDir: string,
     private readonly segmentBytesMax: number,
     private readonly observe?: FsyncObserver,
+    preallocate = true,
   ) {
     assertion(Number.isSafeInteger(segmentBytesMax) && segmentBytesMax >= SEGMENT_BYTES_MIN &&
       segmentBytesMax <= SEGMENT_BYTES_MAX, `segmentBytesMax out of range: ${segmentBytesMax}`);
+    this.spares = new SegmentPreallocator(walDir, segmentBytesMax, preallocate);
+  }
+
+  /** Spare segments that failed to prepare (a roll then created its file the slow way). */
+  get spareFailures(): number {
+    return this.spares.failures;
   }
 
   get lastIndex(): number {
@@ -220,7 +269,7 @@ export class Wal {
   /** True when the next flush has work to do. */
   hasPending(): boolean {
     return this.totalPendingBytes > 0 || this.unlinkQueue.length > 0 ||
-      this.segments.some((segment) => segment.pendingStart < segment.fileBytes);
+      this.segments.some((segment) => segment.pendingStart < segment.fileBytes || segment.dirty);
   }
 
   /**
@@ -246,6 +295,36 @@ export class Wal {
     if (first.index <= this.lastIndexValue) this.truncateFrom(first.index);
     frames.forEach((frame, i) => this.place(frame, first.index + i));
     this.lastIndexValue = first.index + entries.length - 1;
+  }
+
+  /**
+   * Writes the buffered records to the page cache now, when they all belong to the open tail
+   * segment and nothing before them must be made durable first (no unlink, cut or new file
+   * pending); otherwise leaves them to `flush`. Their fdatasync is the next flush's. The
+   * caller makes sure nothing else must precede them (FileStorage: a new term or vote).
+   */
+  writeThrough(): void {
+    const tail = this.segments.at(-1);
+    if (tail === undefined || tail.handle === null || !tail.onDisk) return;
+    if (this.unlinkQueue.length > 0 || tail.pendingBytes === 0) return;
+    const pendingBytes = tail.pendingBytes;
+    if (this.totalPendingBytes !== pendingBytes || pendingBytes > WRITE_THROUGH_BYTES_MAX) return;
+    if (this.segments.some((segment) => segment.pendingStart < segment.fileBytes)) return;
+    const bytes = tail.pendingChunks.length === 1 ? tail.pendingChunks[0]!
+      : Buffer.concat(tail.pendingChunks, tail.pendingBytes);
+    const fd = tail.handle.fd;
+    for (let done = 0; done < bytes.byteLength;) {
+      const written = writeSync(fd, bytes, done, bytes.byteLength - done,
+        tail.pendingStart + done);
+      if (written <= 0) throw new Error(`write made no progress in ${tail.path}`);
+      done += written;
+    }
+    tail.fileBytes = tail.pendingStart + tail.pendingBytes;
+    tail.pendingStart = tail.fileBytes;
+    tail.pendingChunks = [];
+    tail.pendingBytes = 0;
+    tail.dirty = true;
+    this.totalPendingBytes = 0;
   }
 
   private place(frame: Buffer, index: number): void {
@@ -275,6 +354,8 @@ export class Wal {
       pendingBytes: header.byteLength,
       onDisk: false,
       handle: null,
+      dirty: false,
+      spare: this.spares.take(),
     };
     this.segments.push(segment);
     this.totalPendingBytes += header.byteLength;
@@ -287,6 +368,7 @@ export class Wal {
       tail = this.segments.at(-1)) {
       this.segments.pop();
       this.totalPendingBytes -= tail.pendingBytes;
+      this.returnSpare(tail);
       if (tail.onDisk) this.unlinkQueue.push(tail);
     }
     const segment = this.segments.at(-1);
@@ -319,17 +401,27 @@ export class Wal {
    */
   async flush(): Promise<void> {
     const unlinks = this.unlinkQueue.splice(0).sort((a, b) => b.firstIndex - a.firstIndex);
+    const dirty = this.segments.filter((segment) => segment.dirty);
     const writes = this.segments.flatMap((segment) => takePending(segment));
     this.totalPendingBytes = 0;
+    // Records written through come first in index order: make them durable before any
+    // ordered step below can create a newer segment.
+    for (const segment of dirty) {
+      segment.dirty = false;
+      if (segment.handle !== null) await datasyncTimed(segment.handle, this.observe);
+    }
     for (const segment of unlinks) {
       await closeHandle(segment);
       await unlink(segment.path);
       await fsyncDirectory(this.walDir, this.observe);
     }
     for (const write of writes) {
-      if (write.truncateToBytes === null) continue;
+      if (write.eraseFromBytes === null) continue;
+      // Zeros, not a shorter file: the segment keeps its preallocated room, and recovery
+      // reads zeros as the end of the records.
       const handle = await this.handleOf(write.segment, false);
-      await handle.truncate(write.truncateToBytes);
+      await writeFully(handle, new Uint8Array(write.eraseToBytes - write.eraseFromBytes),
+        write.eraseFromBytes);
       await datasyncTimed(handle, this.observe);
     }
     for (const write of writes) {
@@ -345,8 +437,21 @@ export class Wal {
     }
   }
 
+  /**
+   * The segment's open file. A new segment takes its zero-filled spare when it has one: the
+   * spare is renamed into place, and the caller fsyncs the directory, as for a created file.
+   */
   private async handleOf(segment: Segment, create: boolean): Promise<FileHandle> {
-    if (segment.handle === null) segment.handle = await open(segment.path, create ? 'wx+' : 'r+');
+    if (segment.handle !== null) return segment.handle;
+    const spare = segment.spare;
+    segment.spare = null;
+    if (create && spare !== null) {
+      await rename(spare.path, segment.path);
+      segment.handle = spare.handle;
+      return segment.handle;
+    }
+    if (spare !== null) await discardSpare(spare);
+    segment.handle = await open(segment.path, create ? 'wx+' : 'r+');
     return segment.handle;
   }
 
@@ -407,6 +512,7 @@ export class Wal {
       if (headLastIndex > index) break;
       this.segments.shift();
       this.totalPendingBytes -= head.pendingBytes;
+      this.returnSpare(head);
       if (!head.onDisk) continue;
       await closeHandle(head);
       await unlink(head.path);
@@ -418,16 +524,22 @@ export class Wal {
 
   /** Closes file handles; buffered records are dropped (nothing was asked to be durable). */
   async close(): Promise<void> {
-    for (const segment of [...this.segments, ...this.unlinkQueue]) await closeHandle(segment);
+    await this.spares.close();
+    for (const segment of [...this.segments, ...this.unlinkQueue]) {
+      await closeHandle(segment);
+      if (segment.spare !== null) await discardSpare(segment.spare);
+      segment.spare = null;
+    }
   }
 
   /**
    * Reads the log at start-up: drops segments wholly covered by the snapshot at
-   * `snapshotIndex`, verifies every record, cuts a torn tail (truncate and fsync), and
+   * `snapshotIndex`, verifies every record, erases a torn tail (zeros and fsync), and
    * rejects any other damage with a StorageCorruptionError naming the file and offset.
    */
   async recover(snapshotIndex: number): Promise<WalRecovery> {
     this.floorIndex = snapshotIndex;
+    await this.spares.removeLeftovers();
     const names = await this.retainedSegmentNames(snapshotIndex);
     const entries: Entry[] = [];
     let firstRecordIndex: number | null = null;
@@ -451,6 +563,10 @@ export class Wal {
     }
     this.lastIndexValue = Math.max(snapshotIndex, (expectedFirst ?? 1) - 1);
     await this.dropCoveredTail(snapshotIndex);
+    await this.openTail();
+    // The first new segment should be a spare too: waiting here costs one zero-fill at start.
+    this.spares.prepare();
+    await this.spares.ready();
     return { entries, firstRecordIndex, lastIndex: this.lastIndexValue };
   }
 
@@ -494,21 +610,27 @@ export class Wal {
       await fsyncDirectory(this.walDir, this.observe);
       return null;
     }
-    if (scan.validBytes < bytes.byteLength) {
-      const handle = await open(path, 'r+');
-      try {
-        await handle.truncate(scan.validBytes);
-        await datasyncTimed(handle, this.observe);
-      } finally {
-        await handle.close();
-      }
+    if (!isZeroRange(bytes, scan.validBytes, bytes.byteLength)) {
+      await zeroTornTail(path, bytes, scan.validBytes, this.observe);
     }
     this.segments.push({
       firstIndex, path, offsets: scan.offsets, fileBytes: scan.validBytes,
       pendingStart: scan.validBytes, pendingChunks: [], pendingBytes: 0, onDisk: true,
-      handle: null,
+      handle: null, dirty: false, spare: null,
     });
     return scan;
+  }
+
+  private returnSpare(segment: Segment): void {
+    if (segment.spare === null) return;
+    this.spares.giveBack(segment.spare);
+    segment.spare = null;
+  }
+
+  /** Opens the newest segment for writing, so the first appends can write through. */
+  private async openTail(): Promise<void> {
+    const tail = this.segments.at(-1);
+    if (tail !== undefined && tail.handle === null) tail.handle = await open(tail.path, 'r+');
   }
 
   /** A lone segment whose records are all covered by the snapshot goes too. */
@@ -523,12 +645,30 @@ export class Wal {
   }
 }
 
+/**
+ * Overwrites a torn tail with zeros, from `from` to the last non-zero byte, and fsyncs: the
+ * segment keeps its zero-filled room, and the cut is durable before anything is appended.
+ */
+async function zeroTornTail(path: string, bytes: Uint8Array, from: number,
+  observe?: FsyncObserver): Promise<void> {
+  let end = bytes.byteLength;
+  while (end > from && bytes[end - 1] === 0) end--;
+  const handle = await open(path, 'r+');
+  try {
+    await writeFully(handle, new Uint8Array(end - from), from);
+    await datasyncTimed(handle, observe);
+  } finally {
+    await handle.close();
+  }
+}
+
 function takePending(segment: Segment): SegmentWrite[] {
-  const truncate = segment.pendingStart < segment.fileBytes;
-  if (!truncate && segment.pendingBytes === 0) return [];
+  const erase = segment.pendingStart < segment.fileBytes;
+  if (!erase && segment.pendingBytes === 0) return [];
   const write: SegmentWrite = {
     segment,
-    truncateToBytes: truncate ? segment.pendingStart : null,
+    eraseFromBytes: erase ? segment.pendingStart : null,
+    eraseToBytes: segment.fileBytes,
     position: segment.pendingStart,
     bytes: segment.pendingBytes === 0 ? null : Buffer.concat(segment.pendingChunks),
     create: !segment.onDisk,
@@ -539,6 +679,11 @@ function takePending(segment: Segment): SegmentWrite[] {
   segment.pendingBytes = 0;
   segment.onDisk = true;
   return [write];
+}
+
+async function discardSpare(spare: SpareSegment): Promise<void> {
+  await spare.handle.close();
+  await unlink(spare.path).catch(() => undefined);
 }
 
 async function closeHandle(segment: Segment): Promise<void> {

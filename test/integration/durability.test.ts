@@ -4,7 +4,7 @@
  * call must be there, no call half applied, every counted increment counted once, versions
  * still increasing. Damage in the middle of the log refuses start-up; a torn tail recovers.
  */
-import { cpSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -120,9 +120,19 @@ describe('crash safety', () => {
   }, 240_000);
 });
 
+/**
+ * Where a segment's records end: segments are zero-filled ahead of use, so the file is
+ * longer than its records and the bytes after the last record are zeros.
+ */
+function recordsEnd(bytes: Uint8Array): number {
+  let end = bytes.length;
+  while (end > 0 && bytes[end - 1] === 0) end--;
+  return end;
+}
+
 function walFiles(dir: string): string[] {
   const wal = join(dir, 'wal');
-  return readdirSync(wal).map((name) => join(wal, name)).filter((p) => statSync(p).size > 0)
+  return readdirSync(wal).filter((name) => name.endsWith('.wal')).map((name) => join(wal, name))
     .sort();
 }
 
@@ -147,7 +157,7 @@ describe('damaged logs', () => {
           cpSync(pristine, dir, { recursive: true });
           const file = walFiles(dir).at(-1) ?? '';
           const bytes = readFileSync(file);
-          const offset = Math.floor(bytes.length * fraction);
+          const offset = Math.floor(recordsEnd(bytes) * fraction);
           bytes[offset] = (bytes[offset] ?? 0) ^ 0x5a;
           writeFileSync(file, bytes);
           const started = startNode({ dataDir: dir, env: UNLIMITED_RATES });
@@ -167,7 +177,11 @@ describe('damaged logs', () => {
     try {
       await fillAndStop(dir, 50);
       const file = walFiles(dir).at(-1) ?? '';
-      truncateSync(file, statSync(file).size - 7);
+      // A crash mid-write: the last 7 bytes of the last record never reached the disk.
+      const bytes = readFileSync(file);
+      const end = recordsEnd(bytes);
+      bytes.fill(0, end - 7, end);
+      writeFileSync(file, bytes);
       const node = await startNode({ dataDir: dir, env: UNLIMITED_RATES });
       const keys = Array.from({ length: 50 }, (_, i) => `k${i}`);
       const r = await kv(node.url, [{ op: 'getMany', ns: 'c', keys }]);

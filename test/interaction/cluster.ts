@@ -90,6 +90,8 @@ export class Cluster {
     this.apply(node, ready);
     node.readStates.push(...ready.readStates);
     node.raft.advance(ready);
+    const last = ready.entries[ready.entries.length - 1];
+    if (last !== undefined) node.raft.persisted(last.index, last.term);
     return ready;
   }
 

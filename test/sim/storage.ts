@@ -169,6 +169,9 @@ export class SimStorage implements Storage {
     this.pending.push({ kind: 'hardState', hardState });
   }
 
+  /** Writes reach the simulated disk only through `sync` or a crash (a prefix of them). */
+  startWrite(): void {}
+
   sync(): Promise<void> {
     const ops = this.pending;
     this.pending = [];
@@ -269,7 +272,13 @@ export class SimStorage implements Storage {
     }
     this.verifyRecords();
     this.volatileLog = disk.records.map((r) => r.entry);
-    return { hardState: disk.hardState, snapshot: disk.snapshot, entries: [...this.volatileLog] };
+    // As FileStorage does: commitIndex is volatile in Raft (Figure 2), and only an entry the
+    // log holds may be claimed committed; a hard state can reach the disk before the entries.
+    const snapshotIndex = disk.snapshot?.meta.index ?? 0;
+    const lastIndex = this.volatileLog.at(-1)?.index ?? snapshotIndex;
+    const commitIndex = Math.max(snapshotIndex, Math.min(disk.hardState.commitIndex, lastIndex));
+    return { hardState: { ...disk.hardState, commitIndex }, snapshot: disk.snapshot,
+      entries: [...this.volatileLog] };
   }
 
   private verifyRecords(): void {

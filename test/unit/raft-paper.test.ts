@@ -5,7 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { takeMark } from '../../host/core/marks.js';
 import { RaftLog } from '../../host/core/raft/log.js';
-import { createRaft, type RaftConfig } from '../../host/core/raft/raft.js';
+import {
+  createRaft, type RaftConfig, type RaftCore, type Ready,
+} from '../../host/core/raft/raft.js';
 import type { AppendMessage, Message } from '../../host/core/raft/messages.js';
 import type { Entry } from '../../host/core/raft/types.js';
 import { bytes, Cluster, defaultConfig, text } from '../interaction/cluster.js';
@@ -33,8 +35,15 @@ function drain(raft: ReturnType<typeof follower>): Message[] {
     const rd = raft.ready();
     out.push(...rd.earlyMessages, ...rd.messages);
     raft.advance(rd);
+    persistAll(raft, rd);
   }
   return out;
+}
+
+/** Says the Ready's entries are durable, as a driver does once its fsync returns. */
+function persistAll(raft: RaftCore, rd: Ready): void {
+  const last = rd.entries[rd.entries.length - 1];
+  if (last !== undefined) raft.persisted(last.index, last.term);
 }
 
 function append(over: Partial<AppendMessage>): AppendMessage {
@@ -237,9 +246,12 @@ describe('§5.3 log replication', () => {
       entries: entries({ from: 2, terms: [3] }), commitIndex: 2 }));
     const rd = n2.ready();
     expect(rd.entries.map((e) => `${e.index}/${e.term}`)).toEqual(['2/3']);
-    expect(rd.committedEntries.map((e) => e.index)).toEqual([1, 2]);
+    // Entry 2 is committed but not yet durable here: it is applied only once persisted.
+    expect(rd.committedEntries.map((e) => e.index)).toEqual([1]);
     n2.advance(rd);
+    persistAll(n2, rd);
     expect(n2.status()).toMatchObject({ lastIndex: 2, commitIndex: 2 });
+    expect(n2.ready().committedEntries.map((e) => e.index)).toEqual([2]);
   });
 
   it('fast backtracking skips a whole conflicting term per round trip (§5.3)', () => {

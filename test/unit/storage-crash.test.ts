@@ -18,7 +18,8 @@ import { FileStorage } from '../../host/storage/file-storage.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SOURCES = [
   'host/core/raft/types.ts', 'host/storage/storage.ts', 'host/storage/record.ts',
-  'host/storage/wal.ts', 'host/storage/hard-state-file.ts', 'host/storage/snapshot-files.ts',
+  'host/storage/wal.ts', 'host/storage/wal-prealloc.ts',
+  'host/storage/hard-state-file.ts', 'host/storage/snapshot-files.ts',
   'host/storage/file-storage.ts',
 ];
 const KILLS = 10;

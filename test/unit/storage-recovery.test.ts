@@ -1,5 +1,7 @@
 // Recovery rules of storage.ts on damaged files: a torn tail at the very end of the newest
 // segment is cut; damage anywhere else is a StorageCorruptionError naming file and offset.
+// These cases use segments created on demand (no zero-filled spares), whose files end at their
+// last record; storage-prealloc.test.ts covers the preallocated layout.
 // Randomized cases print their seed and replay from env SEED.
 import {
   appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile,
@@ -15,6 +17,11 @@ import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../../host/storage/re
 import { StorageCorruptionError } from '../../host/storage/storage.js';
 
 const SMALL_SEGMENT_BYTES = 4096;
+/** Storage options for every case here: files end at their last record. */
+function options(segmentBytesMax?: number) {
+  return segmentBytesMax === undefined ? { preallocate: false }
+    : { segmentBytesMax, preallocate: false };
+}
 const DATA_BYTES = 100;
 const FRAME_BYTES = RECORD_HEADER_BYTES + DATA_BYTES;
 const dirs: string[] = [];
@@ -34,7 +41,7 @@ function entries(from: number, count: number, term = 1): Entry[] {
 async function logWith(count: number, segmentBytesMax?: number): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'hivekv-recovery-'));
   dirs.push(dir);
-  const storage = new FileStorage(dir, segmentBytesMax === undefined ? {} : { segmentBytesMax });
+  const storage = new FileStorage(dir, options(segmentBytesMax));
   await storage.recover();
   storage.append(entries(1, count));
   await storage.sync();
@@ -43,14 +50,21 @@ async function logWith(count: number, segmentBytesMax?: number): Promise<string>
 }
 
 async function segmentPaths(dir: string): Promise<string[]> {
-  return (await readdir(join(dir, 'wal'))).sort().map((name) => join(dir, 'wal', name));
+  return (await readdir(join(dir, 'wal'))).filter((name) => name.endsWith('.wal')).sort()
+    .map((name) => join(dir, 'wal', name));
 }
 
 async function recoverIndexes(dir: string, segmentBytesMax?: number): Promise<number[]> {
-  const storage = new FileStorage(dir, segmentBytesMax === undefined ? {} : { segmentBytesMax });
+  const storage = new FileStorage(dir, options(segmentBytesMax));
   const state = await storage.recover();
   await storage.close();
   return state.entries.map((entry) => entry.index);
+}
+
+/** A cut tail is erased with zeros (the file keeps its length and any preallocated room). */
+async function expectZerosFrom(path: string, offset: number): Promise<void> {
+  const bytes = await readFile(path);
+  expect(bytes.subarray(offset).every((byte) => byte === 0)).toBe(true);
 }
 
 async function flipByte(path: string, offset: number): Promise<void> {
@@ -82,7 +96,7 @@ it('a tail torn by 1..N bytes is cut back to the last whole record', async () =>
     const size = (await stat(path)).size;
     await truncate(path, size - cut);
     expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    expect((await stat(path)).size).toBe(SEGMENT_HEADER_BYTES + 9 * FRAME_BYTES);
+    await expectZerosFrom(path, SEGMENT_HEADER_BYTES + 9 * FRAME_BYTES);
     expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
   }
 });
@@ -98,7 +112,7 @@ it('zeros or garbage appended after the last record are cut off', async () => {
     if (kind === 'garbage') for (let i = 0; i < length; i += 1) tail[i] = random.next(256);
     await appendFile(path, tail);
     expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5]);
-    expect((await stat(path)).size).toBe(SEGMENT_HEADER_BYTES + 5 * FRAME_BYTES);
+    await expectZerosFrom(path, SEGMENT_HEADER_BYTES + 5 * FRAME_BYTES);
   }
 });
 
@@ -119,7 +133,7 @@ it('a byte flipped in the middle of a segment rejects with file and offset', asy
     const record = 2 + random.next(15);
     const recordOffset = SEGMENT_HEADER_BYTES + record * FRAME_BYTES;
     await flipByte(path, recordOffset + random.next(FRAME_BYTES));
-    const storage = new FileStorage(dir, {});
+    const storage = new FileStorage(dir, options());
     const failure = await storage.recover().then(() => null, (error: unknown) => error);
     expect(failure, `seed=${random.seed}`).toBeInstanceOf(StorageCorruptionError);
     const error = failure as StorageCorruptionError;
@@ -162,7 +176,7 @@ it('a newest segment torn inside its header is removed and the log ends before i
 
 it('a record whose index breaks the sequence is refused even with a valid checksum', async () => {
   const dir = await logWith(3);
-  const storage = new FileStorage(dir, {});
+  const storage = new FileStorage(dir, options());
   await storage.recover();
   await storage.close();
   const [path] = await segmentPaths(dir);

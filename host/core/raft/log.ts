@@ -3,13 +3,17 @@
  * persistence cursors (§5.3, §7).
  *
  * Pure: no I/O, no clock. The driver persists what `Ready.entries` says and reloads it at
- * start-up; this class only tracks which suffix is not yet durable (`stableIndex`).
+ * start-up; this class only tracks which suffix it has handed out to be persisted
+ * (`persistingIndex`) and which suffix is durable (`stableIndex`). The two differ while the
+ * driver's writes are in flight: it may take the next Ready before the last one's fsync.
  *
  * Invariants, asserted on every change:
  * - `entries[i].index === snapshot.index + 1 + i` (no holes) and terms never decrease;
  * - `timeMs` never decreases along the log, starting from the snapshot's stamp;
  * - `appliedIndex <= applyingIndex <= commitIndex <= lastIndex()`, and `commitIndex` never
- *   decreases; an entry at or below `commitIndex` is never overwritten.
+ *   decreases; an entry at or below `commitIndex` is never overwritten;
+ * - `stableIndex <= persistingIndex <= lastIndex()`, and committed entries are handed out to
+ *   apply only up to `stableIndex`: what this node applies, it holds durably.
  */
 import type { Entry, Snapshot, SnapshotMeta } from './types.js';
 
@@ -35,8 +39,10 @@ export class RaftLog {
   appliedIndex: number;
   /** Highest index handed to the driver to apply (in an outstanding Ready). */
   applyingIndex: number;
-  /** Entries up to here are durable; the rest go out in `Ready.entries`. */
+  /** Entries up to here are durable (the driver said so through `stableTo`). */
   stableIndex: number;
+  /** Entries up to here went out in a `Ready.entries`; the rest go out in the next one. */
+  persistingIndex: number;
   /** A snapshot received from a leader and not yet durable (`Ready.snapshot`). */
   pendingSnapshot: Snapshot | null = null;
 
@@ -47,8 +53,10 @@ export class RaftLog {
     this.appliedIndex = snapshot.index;
     this.applyingIndex = snapshot.index;
     this.stableIndex = snapshot.index;
+    this.persistingIndex = snapshot.index;
     if (entries.length > 0) this.appendAfter(snapshot.index, entries);
     this.stableIndex = this.lastIndex();
+    this.persistingIndex = this.lastIndex();
     raftAssert(commitIndex <= this.lastIndex(), `restored commitIndex ${commitIndex} > last`);
     this.commitIndex = Math.max(commitIndex, snapshot.index);
   }
@@ -149,6 +157,7 @@ export class RaftLog {
       prevTimeMs = entry.timeMs;
     }
     this.stableIndex = Math.min(this.stableIndex, afterIndex);
+    this.persistingIndex = Math.min(this.persistingIndex, afterIndex);
   }
 
   /** Raises `commitIndex`; asserts that it never decreases nor passes the last index. */
@@ -173,24 +182,43 @@ export class RaftLog {
     return out;
   }
 
-  /** The entries the driver has not persisted yet. */
-  unstableEntries(): Entry[] {
-    return this.entries.slice(this.stableIndex - this.snapshot.index);
+  /** True while entries wait to be handed out for persistence. */
+  hasUnpersisted(): boolean {
+    return this.persistingIndex < this.lastIndex();
   }
 
-  /** Marks entries durable up to `index` if the log still holds `term` there. */
+  /** The entries not handed out for persistence yet; from now on they count as handed out. */
+  takeUnpersisted(): Entry[] {
+    const entries = this.entries.slice(this.persistingIndex - this.snapshot.index);
+    this.persistingIndex = this.lastIndex();
+    return entries;
+  }
+
+  /**
+   * Marks entries durable up to `index` if the log still holds `term` there. An entry that
+   * was overwritten after it was handed out no longer matches and stays unstable until the
+   * write of its replacement reports.
+   */
   stableTo(index: number, term: number): void {
-    if (index > this.stableIndex && this.matchTerm(index, term)) this.stableIndex = index;
+    if (index > this.stableIndex && index <= this.persistingIndex &&
+      this.matchTerm(index, term)) {
+      this.stableIndex = index;
+    }
   }
 
-  /** Committed entries not yet handed out, at most `maxBytes` (at least one if any). */
+  /** The highest committed index this node may apply: committed and durable here. */
+  private applicableIndex(): number {
+    return Math.min(this.commitIndex, this.stableIndex);
+  }
+
+  /** Committed, durable entries not yet handed out, at most `maxBytes` (at least one). */
   nextCommitted(maxBytes: number): Entry[] {
     if (this.pendingSnapshot !== null) return [];
-    return this.slice(this.applyingIndex + 1, this.commitIndex, maxBytes);
+    return this.slice(this.applyingIndex + 1, this.applicableIndex(), maxBytes);
   }
 
   hasNextCommitted(): boolean {
-    return this.pendingSnapshot === null && this.commitIndex > this.applyingIndex;
+    return this.pendingSnapshot === null && this.applicableIndex() > this.applyingIndex;
   }
 
   /** The driver applied everything up to `index`. */
@@ -220,6 +248,7 @@ export class RaftLog {
     this.commitIndex = meta.index;
     this.applyingIndex = meta.index;
     this.stableIndex = meta.index;
+    this.persistingIndex = meta.index;
     this.pendingSnapshot = snapshot;
   }
 

@@ -116,7 +116,18 @@ export interface RaftCore {
   hasReady(): boolean;
   /** At most one Ready outstanding; call advance() before the next ready(). */
   ready(): Ready;
+  /**
+   * The driver has taken `ready` (ready.ts): its entries and hard state are on their way to
+   * disk, its committed entries applied. The next Ready may be taken at once, before they
+   * are durable: that is what lets the driver write one batch while the last one's fsync runs.
+   */
   advance(ready: Ready): void;
+  /**
+   * Every entry up to `index` (whose term is `term`) and every hard state handed out before
+   * it are durable. Called in order, once per completed fsync. Only now may a leader count
+   * its own copy toward commit (§10.2.1 of the thesis), and only now are the entries applied.
+   */
+  persisted(index: number, term: number): void;
   status(): RaftStatus;
 }
 
@@ -939,7 +950,7 @@ class Raft implements RaftCore {
     if (this.readyOutstanding) return false;
     const leaderWork = this.role === 'leader' && (this.broadcastPending || this.reads.hasQueued());
     return leaderWork || this.earlyOutbox.length > 0 || this.outbox.length > 0 ||
-      this.readStates.length > 0 || this.log.stableIndex < this.log.lastIndex() ||
+      this.readStates.length > 0 || this.log.hasUnpersisted() ||
       this.log.pendingSnapshot !== null || this.log.hasNextCommitted() ||
       this.hardStateChanged() || this.softStateChanged();
   }
@@ -953,7 +964,7 @@ class Raft implements RaftCore {
     const snapshot: Snapshot | null = this.log.pendingSnapshot;
     const ready: Ready = {
       hardState: this.hardStateChanged() ? this.hardState() : null,
-      entries: this.log.unstableEntries(),
+      entries: this.log.takeUnpersisted(),
       snapshot,
       earlyMessages: this.earlyOutbox,
       messages: this.outbox,
@@ -974,11 +985,13 @@ class Raft implements RaftCore {
     if (ready.hardState !== null) this.persistedHardState = ready.hardState;
     if (ready.softState !== null) this.reportedSoftState = ready.softState;
     if (ready.snapshot !== null) this.log.snapshotPersisted(ready.snapshot.meta.index);
-    const lastEntry = ready.entries[ready.entries.length - 1];
-    if (lastEntry !== undefined) this.log.stableTo(lastEntry.index, lastEntry.term);
     const lastApplied = ready.committedEntries[ready.committedEntries.length - 1];
     if (lastApplied !== undefined) this.log.appliedTo(lastApplied.index);
     raftAssert(this.log.appliedIndex <= this.log.commitIndex, 'applied passes committed');
+  }
+
+  persisted(index: number, term: number): void {
+    this.log.stableTo(index, term);
     if (this.role !== 'leader') return;
     // The leader's own copy counts toward commit only now that it is durable.
     const self = this.progress.get(this.id)!;

@@ -6,13 +6,18 @@
  *
  *   1. send `earlyMessages` (a leader's appends and heartbeats, §10.2.1 of the thesis: the
  *      leader writes its log in parallel with replicating it, and counts its own copy
- *      toward commit only after `advance`);
- *   2. persist `snapshot` (and drop every log entry after its index too: the log restarts
- *      after it), then `entries` (they may overwrite a suffix) and `hardState`; fsync;
- *   3. send `messages` (votes and responses promise durable state, §5.1 / §5.2);
- *   4. restore the machine from `snapshot` if any, then apply `committedEntries` in order;
- *      hand out `readStates` (serve a read once applied >= readIndex; -1: answer 503);
- *   5. `advance(ready)`.
+ *      toward commit only once `persisted` says it is durable);
+ *   2. a `snapshot`: first wait until every earlier write is durable, then persist it (and
+ *      drop every log entry after its index: the log restarts after it) and restore the
+ *      machine from it, before anything else of this Ready;
+ *   3. apply `committedEntries` in order (they are durable here already); hand out
+ *      `readStates` (serve a read once applied >= readIndex; -1: answer 503);
+ *   4. hand `entries` (they may overwrite a suffix) and `hardState` to storage, in order
+ *      after every earlier Ready's;
+ *   5. `advance(ready)`; the next Ready may be taken at once;
+ *   6. once an fsync covers this Ready's entries and hard state: send its `messages` (votes
+ *      and responses promise durable state, §5.1 / §5.2), in Ready order, then call
+ *      `persisted(lastIndex, lastTerm)` for the last entry that fsync covered.
  */
 import type { Message } from './messages.js';
 import type { Entry, HardState, Role, Snapshot } from './types.js';
@@ -30,7 +35,7 @@ export interface SoftState {
 }
 
 export interface Ready {
-  /** Changed since the last Ready: persist before `messages`. */
+  /** Changed since the last Ready: durable before `messages` are sent. */
   readonly hardState: HardState | null;
   /** Persist (may overwrite a suffix: entries from `entries[0].index` on replace the log). */
   readonly entries: readonly Entry[];
@@ -38,9 +43,9 @@ export interface Ready {
   readonly snapshot: Snapshot | null;
   /** Leader appends/heartbeats: safe to send BEFORE this Ready is persisted. */
   readonly earlyMessages: readonly Message[];
-  /** Everything else (votes, responses): send only AFTER persisting this Ready. */
+  /** Everything else (votes, responses): send only once this Ready is durable. */
   readonly messages: readonly Message[];
-  /** Apply in order, after persisting. */
+  /** Apply in order; every one is committed and already durable on this node. */
   readonly committedEntries: readonly Entry[];
   readonly readStates: readonly ReadState[];
   /** Present when role or leader changed. */

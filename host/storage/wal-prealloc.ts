@@ -1,0 +1,121 @@
+/**
+ * Zero-filled segment files prepared ahead of need, so the log writes into blocks that exist.
+ *
+ * Why: an fdatasync after a write that grows a file must also commit the file's new size (a
+ * journal commit on ext4); one after a write into blocks already written commits only the
+ * data. On this project's reference disk that is 0.10 ms against 0.15 to 0.21 ms at p50. So
+ * the WAL keeps one spare segment, written full of zeros and fsynced in the background, and a
+ * roll renames it into place instead of creating a file. The zeros are also what recovery
+ * reads as "never written" (wal.ts).
+ *
+ * Must never: be on the durability path. A spare that fails to prepare (a full disk, say) is
+ * dropped and the next roll creates its segment the old way; nothing waits for a spare.
+ */
+import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Spare files are named `spare-<n>.prealloc`; recovery removes any left by a crash. */
+const SPARE_NAME = /^spare-\d+\.prealloc$/;
+/** Zeros written per call while preparing a spare. */
+const ZERO_CHUNK_BYTES = 1024 * 1024;
+const ZEROS = Buffer.alloc(ZERO_CHUNK_BYTES);
+
+/** A zero-filled file of `bytes`, fsynced, open for writing, under a temporary name. */
+export interface SpareSegment {
+  readonly path: string;
+  readonly handle: FileHandle;
+  readonly bytes: number;
+}
+
+export class SegmentPreallocator {
+  private spare: SpareSegment | null = null;
+  private preparing: Promise<void> | null = null;
+  private counter = 0;
+  private closed = false;
+  /** Spares that failed to prepare; each one means a roll fell back to creating a file. */
+  failures = 0;
+
+  /** `enabled` false: no spares at all (every segment is created, as before preallocation). */
+  constructor(
+    private readonly walDir: string,
+    private readonly segmentBytes: number,
+    private readonly enabled: boolean,
+  ) {}
+
+  /** Resolves once the spare being prepared is ready or has failed. */
+  async ready(): Promise<void> {
+    await this.preparing;
+  }
+
+  /** Removes spares a crashed process left behind (they never hold log records). */
+  async removeLeftovers(): Promise<void> {
+    for (const name of await readdir(this.walDir)) {
+      if (SPARE_NAME.test(name)) await unlink(join(this.walDir, name));
+    }
+  }
+
+  /** Hands over the prepared spare, if one is ready, and starts preparing the next. */
+  take(): SpareSegment | null {
+    const spare = this.spare;
+    this.spare = null;
+    this.prepare();
+    return spare;
+  }
+
+  /**
+   * Takes back a spare that a segment did not use (the segment was cut away before its first
+   * write): it becomes the ready spare, or is removed when one is ready already.
+   */
+  giveBack(spare: SpareSegment): void {
+    if (this.spare === null && !this.closed && this.enabled) {
+      this.spare = spare;
+      return;
+    }
+    void spare.handle.close().then(() => unlink(spare.path)).catch(() => {
+      this.failures += 1;
+    });
+  }
+
+  /** Starts preparing a spare unless one is ready or being prepared. */
+  prepare(): void {
+    if (!this.enabled || this.closed || this.spare !== null || this.preparing !== null) return;
+    const path = join(this.walDir, `spare-${++this.counter}.prealloc`);
+    this.preparing = this.fill(path).then((spare) => {
+      this.preparing = null;
+      if (this.closed) return spare.handle.close().then(() => unlink(spare.path));
+      this.spare = spare;
+      return undefined;
+    }).catch(() => {
+      this.preparing = null;
+      this.failures += 1;
+      return unlink(path).catch(() => undefined);
+    });
+  }
+
+  private async fill(path: string): Promise<SpareSegment> {
+    const handle = await open(path, 'wx+');
+    try {
+      for (let at = 0; at < this.segmentBytes; at += ZERO_CHUNK_BYTES) {
+        const length = Math.min(ZERO_CHUNK_BYTES, this.segmentBytes - at);
+        const { bytesWritten } = await handle.write(ZEROS, 0, length, at);
+        if (bytesWritten !== length) throw new Error('short write while preparing a spare');
+      }
+      await handle.datasync();
+      return { path, handle, bytes: this.segmentBytes };
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  /** Waits for a spare being prepared, then closes and removes any spare. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.preparing;
+    const spare = this.spare;
+    this.spare = null;
+    if (spare === null) return;
+    await spare.handle.close();
+    await unlink(spare.path).catch(() => undefined);
+  }
+}

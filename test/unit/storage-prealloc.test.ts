@@ -1,0 +1,192 @@
+// The WAL's zero-filled segments (host/storage/wal-prealloc.ts) and the recovery rules that
+// come with them: zeros after the last record are the segment's unused room; in the newest
+// segment, a sector of zeros between damage and a later valid record is a write a crash cut
+// before its fsync; damage with no such hole is corruption. Also: records written through to
+// the page cache before their fsync, and never ahead of a new term.
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterEach, expect, it } from 'vitest';
+
+import type { Entry } from '../../host/core/raft/types.js';
+import { FileStorage } from '../../host/storage/file-storage.js';
+import {
+  RECORD_HEADER_BYTES, SECTOR_BYTES, SEGMENT_HEADER_BYTES,
+} from '../../host/storage/record.js';
+import { StorageCorruptionError } from '../../host/storage/storage.js';
+
+const SEGMENT_BYTES = 16 * 1024;
+const DATA_BYTES = 100;
+const FRAME_BYTES = RECORD_HEADER_BYTES + DATA_BYTES;
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+function entries(from: number, count: number, term = 1): Entry[] {
+  return Array.from({ length: count }, (_, i) => ({
+    term, index: from + i, timeMs: 5_000 + i, type: 'normal' as const,
+    data: Uint8Array.from({ length: DATA_BYTES }, (_, j) => (from + i + j + 1) & 0xff),
+  }));
+}
+
+async function freshDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'hivekv-prealloc-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function open(dir: string): Promise<FileStorage> {
+  const storage = new FileStorage(dir, { segmentBytesMax: SEGMENT_BYTES });
+  await storage.recover();
+  return storage;
+}
+
+async function recoverIndexes(dir: string): Promise<number[]> {
+  const storage = new FileStorage(dir, { segmentBytesMax: SEGMENT_BYTES });
+  const state = await storage.recover();
+  await storage.close();
+  return state.entries.map((entry) => entry.index);
+}
+
+async function segments(dir: string): Promise<string[]> {
+  return (await readdir(join(dir, 'wal'))).filter((name) => name.endsWith('.wal')).sort()
+    .map((name) => join(dir, 'wal', name));
+}
+
+async function logWith(count: number): Promise<{ dir: string; path: string }> {
+  const dir = await freshDir();
+  const storage = await open(dir);
+  storage.append(entries(1, count));
+  await storage.sync();
+  await storage.close();
+  const [path] = await segments(dir);
+  if (path === undefined) throw new Error('no segment');
+  return { dir, path };
+}
+
+function recordOffset(n: number): number {
+  return SEGMENT_HEADER_BYTES + n * FRAME_BYTES;
+}
+
+it('a new log writes into a zero-filled segment of the full size', async () => {
+  const { dir, path } = await logWith(5);
+  expect((await stat(path)).size).toBe(SEGMENT_BYTES);
+  const bytes = await readFile(path);
+  expect(bytes.subarray(recordOffset(5)).every((byte) => byte === 0)).toBe(true);
+  expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5]);
+  // While open, a spare for the next segment waits beside it; closing removes it.
+  const storage = await open(dir);
+  expect((await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc'))).toBe(true);
+  await storage.close();
+  expect((await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc')))
+    .toBe(false);
+});
+
+it('appends after a restart continue inside the same preallocated segment', async () => {
+  const { dir, path } = await logWith(5);
+  const storage = await open(dir);
+  storage.append(entries(6, 5));
+  await storage.sync();
+  await storage.close();
+  expect((await stat(path)).size).toBe(SEGMENT_BYTES);
+  expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+});
+
+it('rolls into spares across many segments and recovers in order', async () => {
+  const dir = await freshDir();
+  const storage = await open(dir);
+  for (let from = 1; from <= 600; from += 50) {
+    storage.append(entries(from, 50));
+    await storage.sync();
+  }
+  await storage.close();
+  const paths = await segments(dir);
+  expect(paths.length).toBeGreaterThan(3);
+  expect(await recoverIndexes(dir)).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
+});
+
+it('garbage after the last record of the newest segment is erased with zeros', async () => {
+  const { dir, path } = await logWith(5);
+  const bytes = await readFile(path);
+  bytes.fill(0x5a, recordOffset(5), recordOffset(5) + 77);
+  await writeFile(path, bytes);
+  expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5]);
+  const after = await readFile(path);
+  expect(after.length).toBe(SEGMENT_BYTES);
+  expect(after.subarray(recordOffset(5)).every((byte) => byte === 0)).toBe(true);
+});
+
+it('a hole of zeros before later valid records is a write cut by a crash, not damage',
+  async () => {
+    // Records 1..30 were written; the disk kept 1..5 and 21..30 but never the sectors of
+    // 6..20 (the fsync covering them never returned, so none of them was acknowledged).
+    const { dir, path } = await logWith(30);
+    const bytes = await readFile(path);
+    const holeStart = recordOffset(5);
+    const holeEnd = Math.floor(recordOffset(20) / SECTOR_BYTES) * SECTOR_BYTES;
+    expect(holeEnd - Math.ceil(holeStart / SECTOR_BYTES) * SECTOR_BYTES)
+      .toBeGreaterThanOrEqual(SECTOR_BYTES);
+    bytes.fill(0, holeStart, holeEnd);
+    await writeFile(path, bytes);
+    expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+it('a flipped byte followed by valid records, with no unwritten sector, is corruption',
+  async () => {
+    const { dir, path } = await logWith(30);
+    const bytes = await readFile(path);
+    const at = recordOffset(10) + 40;
+    bytes[at] = (bytes[at] ?? 0) ^ 0x01;
+    await writeFile(path, bytes);
+    const storage = new FileStorage(dir, { segmentBytesMax: SEGMENT_BYTES });
+    const failure = await storage.recover().then(() => null, (error: unknown) => error);
+    expect(failure).toBeInstanceOf(StorageCorruptionError);
+    expect((failure as StorageCorruptionError).offset).toBe(recordOffset(10));
+  });
+
+it('a zero tail in an older segment is its unused room; garbage there is corruption',
+  async () => {
+    const dir = await freshDir();
+    const storage = await open(dir);
+    for (let from = 1; from <= 400; from += 50) {
+      storage.append(entries(from, 50));
+      await storage.sync();
+    }
+    await storage.close();
+    const [older] = await segments(dir);
+    if (older === undefined) throw new Error('no segment');
+    expect((await stat(older)).size).toBe(SEGMENT_BYTES);
+    expect(await recoverIndexes(dir)).toHaveLength(400);
+    const bytes = await readFile(older);
+    bytes[SEGMENT_BYTES - 3] = 0x77;
+    await writeFile(older, bytes);
+    await expect(recoverIndexes(dir)).rejects.toThrow(older);
+  });
+
+it('startWrite puts records in the file before their fsync', async () => {
+  const { dir, path } = await logWith(3);
+  const storage = await open(dir);
+  storage.append(entries(4, 2));
+  storage.startWrite();
+  const bytes = await readFile(path);
+  expect(bytes[recordOffset(3) + RECORD_HEADER_BYTES]).toBe((4 + 0 + 1) & 0xff);
+  await storage.sync();
+  await storage.close();
+  expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5]);
+});
+
+it('startWrite holds records of a new term back until the term is durable', async () => {
+  const { dir, path } = await logWith(3);
+  const storage = await open(dir);
+  storage.setHardState({ term: 2, votedFor: 'n1', commitIndex: 0 });
+  storage.append(entries(4, 2, 2));
+  storage.startWrite();
+  const before = await readFile(path);
+  expect(before.subarray(recordOffset(3)).every((byte) => byte === 0)).toBe(true);
+  await storage.sync();
+  await storage.close();
+  expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5]);
+});
