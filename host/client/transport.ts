@@ -259,7 +259,8 @@ export class Transport {
     const reason = timedOut ? 'client_timeout' : 'connection_failed';
     const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
     const why = typeof cause?.code === 'string' ? cause.code
-      : error instanceof Error ? error.message : String(error);
+      : typeof cause?.message === 'string' ? cause.message
+        : error instanceof Error ? error.message : String(error);
     const detail = timedOut ? `no answer from ${url} within ${this.options.timeoutMs} ms`
       : `could not reach ${url} (${why})`;
     return new HivekvError({ status: NO_HTTP_STATUS, error: 'kv_unavailable', reason, detail,
