@@ -33,10 +33,13 @@ export function docsPath(file: string): string {
   return fileURLToPath(new URL(`../../../docs/${file}`, import.meta.url));
 }
 
+const KV_EXIT = 'Exit status: 0 applied or found, 1 not applied or not found, 2 refused or ' +
+  'failed.';
+
 /** Help text that ends every client-side command's `--help`. */
-export function docsHelp(file: string): string {
-  return `\nExit status: 0 applied or found, 1 not applied or not found, 2 refused or failed.\n` +
-    `Documentation: ${docsPath(file)} (every route, field and refusal: ${docsPath('http.md')})`;
+export function docsHelp(file: string, exitStatus: string = KV_EXIT): string {
+  return `\n${exitStatus}\nDocumentation:  ${docsPath(file)}\n` +
+    `HTTP reference: ${docsPath('http.md')}`;
 }
 
 /** Adds the connection flags to `command`. */

@@ -31,7 +31,8 @@ export function registerHealth(program: Command): void {
   const command = withConnection(new Command('health'))
     .description('is the node serving? role, leader, term, commit and applied index')
     .option('--all', 'ask every listed node, and print one entry per node')
-    .addHelpText('after', docsHelp('cli.md'))
+    .addHelpText('after', docsHelp('cli.md', 'Exit status: 0 serving, 1 answered but not ' +
+      'serving (with --all: not every node serving), 2 no node answered.'))
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   command.action(async (options: Record<string, string | boolean | undefined>) => {
