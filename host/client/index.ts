@@ -19,7 +19,7 @@ import type { NodeHealth } from './types.js';
 
 export { HivekvError, isHivekvError, NO_HTTP_STATUS, type HivekvErrorFields } from './errors.js';
 export { parseTtl, TTL_SECONDS_MAX } from './expiry.js';
-export { Kv, KvBatch, LIST_ALL_PAGES_MAX } from './kv.js';
+export { Kv, KvBatch, LIST_ALL_PAGES_MAX, type OnceResult } from './kv.js';
 export { Transaction, type TransactionKv } from './transaction.js';
 export {
   IDEMPOTENCY_KEY_CHARS_MAX, newIdempotencyKey, RETRIES_MAX, RETRY_AFTER_WAIT_MS_MAX,

@@ -25,6 +25,14 @@ export interface CallContext {
   readonly nowMs: () => number;
 }
 
+/** What `kv.once` answers: whether this caller wrote the marker, and the winner's value. */
+export interface OnceResult<T> {
+  readonly won: boolean;
+  readonly value: T | null;
+  readonly version: number;
+  readonly result: WriteResult<T>;
+}
+
 /** Pages `listAll` reads at most; a bound on a walk that should never get near it. */
 export const LIST_ALL_PAGES_MAX = 10_000_000;
 
@@ -199,9 +207,10 @@ export class Kv {
    * this caller wrote it; `value` is the winner's.
    */
   async once<T = true>(ns: string, key: string,
-    options: PutIfAbsentOptions & { readonly value?: T } = {}) {
+    options: PutIfAbsentOptions & { readonly value?: T } = {}): Promise<OnceResult<T>> {
     const { value, ...rest } = options;
-    const result = await this.putIfAbsent(ns, key, value === undefined ? true : value, rest);
+    const marker = (value === undefined ? true : value) as T;
+    const result = await this.putIfAbsent<T>(ns, key, marker, rest);
     return { won: result.applied, value: result.value, version: result.version, result };
   }
 
