@@ -100,7 +100,7 @@ export function printAnswer(value: unknown): void {
 
 /**
  * Runs a command's body and turns its outcome into the exit status: the body's own status,
- * or 2 with the envelope (a refusal, no answer) or one line (a usage mistake) on stderr.
+ * or 2 with the envelope (a refusal, no answer) or text (a usage mistake, a bug) on stderr.
  * The status is set, not forced, so stdout is flushed before the process ends.
  */
 export async function runCommand(name: string, body: () => Promise<number>): Promise<void> {
@@ -114,7 +114,9 @@ export async function runCommand(name: string, body: () => Promise<number>): Pro
       error instanceof RangeError) {
       process.stderr.write(`hivekv ${name}: ${error.message}\n`);
     } else {
-      throw error;
+      // Anything else is a bug; it still exits 2, since 1 would read as "not applied".
+      const text = error instanceof Error ? error.stack ?? error.message : String(error);
+      process.stderr.write(`hivekv ${name}: unexpected error: ${text}\n`);
     }
   }
 }
