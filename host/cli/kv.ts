@@ -229,6 +229,10 @@ export function batchExit(result: BatchResult): number {
 function batchCommand(): Command {
   return leaf('batch', 'send a JSON list of operations as one call (from a file or stdin)',
     async (client, [file], flags) => {
+      if (file === undefined && process.stdin.isTTY === true) {
+        throw new UsageError('give the operations in a file, or pipe them in (- reads a ' +
+          'terminal until end of input)');
+      }
       const input = parseJsonArgument(await readInput(file ?? '-'), 'the batch input');
       const list = Array.isArray(input) ? input
         : (input as { operations?: unknown } | null)?.operations;
