@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // The project's code rules (STYLE.md, "Enforcement"), checked with the TypeScript parser:
 // - no line over 100 columns, no function over 70 lines, in host/, assembly/, bench/, test/;
-// - the pure parts (host/core/**, assembly/**) import no I/O and read no clock or randomness.
+// - the pure parts (host/core/**, assembly/**) import no I/O and read no clock or randomness;
+// - the client (host/client/**) runs in browsers: it imports only its own files and uses no
+//   Node global.
 // Exits 1 and lists every finding. A custom script instead of ESLint: these are the only
 // rules we enforce, and the parser we already install checks them in well under a second.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -14,6 +16,9 @@ const PURE = ['host/core/', 'assembly/'];
 const LINE_COLUMNS_MAX = 100;
 const FUNCTION_LINES_MAX = 70;
 const FORBIDDEN_MODULES = [/^node:/, /^ws$/, /^hyper-express$/, /^fs$/, /^path$/, /^os$/];
+const BROWSER = ['host/client/'];
+const NODE_GLOBALS = new Set(['process', 'Buffer', 'require', '__dirname', '__filename', 'global',
+  'setImmediate']);
 const FORBIDDEN_GLOBALS = new Set([
   'Date', 'setTimeout', 'setInterval', 'setImmediate', 'process', 'performance', 'console',
   'queueMicrotask',
@@ -52,6 +57,7 @@ function checkFile(path, findings) {
   });
   const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
   const pure = PURE.some((prefix) => file.startsWith(prefix));
+  const browser = BROWSER.some((prefix) => file.startsWith(prefix));
   const lineOf = (pos) => source.getLineAndCharacterOfPosition(pos).line + 1;
   const visit = (node) => {
     if (ts.isFunctionLike(node) && 'body' in node && node.body && !isSuiteBody(node)) {
@@ -68,6 +74,16 @@ function checkFile(path, findings) {
       if (FORBIDDEN_MODULES.some((re) => re.test(module))) {
         findings.push(`${file}:${lineOf(node.getStart())}: pure code imports "${module}"`);
       }
+    }
+    if (browser && (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier) &&
+      !/^\.\.?\//.test(node.moduleSpecifier.text)) {
+      findings.push(`${file}:${lineOf(node.getStart())}: browser code imports ` +
+        `"${node.moduleSpecifier.text}" (only its own files)`);
+    }
+    if (browser && ts.isIdentifier(node) && NODE_GLOBALS.has(node.text) &&
+      !isMemberOrDeclarationName(node)) {
+      findings.push(`${file}:${lineOf(node.getStart())}: browser code uses Node's ${node.text}`);
     }
     if (pure && ts.isIdentifier(node) && FORBIDDEN_GLOBALS.has(node.text) &&
       !isMemberOrDeclarationName(node)) {

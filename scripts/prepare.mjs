@@ -9,8 +9,8 @@ import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const SOURCES = ['assembly', 'host', 'bench', 'test/model', 'test/sim', 'package.json',
-  'tsconfig.json', 'asconfig.json'];
-const OUTPUTS = ['build/hivekv.wasm', 'dist/host/cli/program.js'];
+  'tsconfig.json', 'tsconfig.client.json', 'asconfig.json'];
+const OUTPUTS = ['build/hivekv.wasm', 'dist/host/cli/program.js', 'dist/host/client/index.d.ts'];
 
 function newestMtimeMs(path) {
   let stat;

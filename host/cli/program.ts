@@ -6,6 +6,9 @@
  * flag); a command may use 1 for "ran, but the answer is no" (its help says so).
  */
 import { Command, CommanderError } from 'commander';
+import { docsPath } from './connection.js';
+import { registerHealth } from './health.js';
+import { registerKv } from './kv.js';
 import { registerServe } from './serve.js';
 
 /** Exit status for a usage or configuration error. */
@@ -16,8 +19,11 @@ export function buildProgram(): Command {
   const program = new Command('hivekv')
     .description('A replicated key/value store with Queen MQ\'s KV HTTP surface.')
     .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', `\nDocumentation: ${docsPath('cli.md')}`)
     .exitOverride();
   registerServe(program);
+  registerKv(program);
+  registerHealth(program);
   return program;
 }
 

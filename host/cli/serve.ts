@@ -4,13 +4,14 @@
  */
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type Flags } from '../node/config.js';
-import { serve } from '../node/main.js';
+import { docsPath } from './connection.js';
 
 const SERVE_HELP_AFTER = `
 A single node needs no flags. A cluster member names itself and every member:
   hivekv serve --port 6632 --data ./data/n1 --id n1 \\
     --peers n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003
-Configuration beyond the flags comes from the environment (see README.md).`;
+Configuration beyond the flags comes from the environment:
+  ${docsPath('configuration.md')}`;
 
 /** The serve command, detached from any program (tests parse flags through it). */
 export function serveCommand(): Command {
@@ -51,6 +52,8 @@ export function registerServe(program: Command): void {
       }
       throw error;
     }
+    // Loaded here, not at the top: the client commands start without the server's modules.
+    const { serve } = await import('../node/main.js');
     await serve(config);
   }));
 }
