@@ -20,6 +20,7 @@ import { advertisedUrl, type NodeConfig } from './config.js';
 import { lockDataDir } from './data-lock.js';
 import { createLogger, type Logger } from './log.js';
 import { NodeMetrics } from './metrics.js';
+import { operatorDeps } from './operator-views.js';
 import { Replica } from './replica.js';
 import { realScheduler } from './scheduler.js';
 
@@ -101,6 +102,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     rateLimiter: new TokenBucketRateLimiter(config.rates),
     metrics,
     logger,
+    operator: operatorDeps(config, replica, machine, cluster),
   }, config.host, config.port);
   const url = advertisedUrl(config, http.port, hostname());
   cluster.start(url);
