@@ -8,9 +8,9 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const SOURCES = ['assembly', 'host', 'bench', 'test/model', 'test/sim', 'package.json',
+const SOURCES = ['assembly', 'host', 'bench', 'test/model', 'test/sim', 'console', 'package.json',
   'tsconfig.json', 'asconfig.json'];
-const OUTPUTS = ['build/hivekv.wasm', 'dist/host/cli/program.js'];
+const OUTPUTS = ['build/hivekv.wasm', 'dist/host/cli/program.js', 'build/console/index.html'];
 
 function newestMtimeMs(path) {
   let stat;
