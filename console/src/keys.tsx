@@ -5,7 +5,7 @@
  * at the shown version (`expect`), delete and increment. The console checks nothing the
  * node decides: a write without a lifetime goes out as typed, and the refusal comes back.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { Api, Outcome, Refusal, Settings } from './api.js';
 import { prettyJson } from './format.js';
 import { LifetimeFields, lifetimeOf, noLifetime, type Lifetime } from './lifetime.js';
@@ -221,7 +221,7 @@ function KeyDetails({ api, detail, access, scope, onChanged }: {
           <dt>value</dt><dd><pre data-test="detail-value">{prettyJson(d.value)}</pre></dd>
         </dl>)}
       {access.write && d.found && d.version !== undefined ? (
-        <VersionedWrites key={`${d.key}@${d.version}`} api={api} scope={scope} keyName={d.key}
+        <VersionedWrites key={d.key} api={api} scope={scope} keyName={d.key}
           version={d.version} value={d.value} onChanged={onChanged} />) : null}
     </div>
   );
@@ -232,6 +232,8 @@ function VersionedWrites({ api, scope, keyName, version, value, onChanged }: {
   onChanged: (scope: Scope, key: string) => void;
 }) {
   const [text, setText] = useState(prettyJson(value));
+  // A new version (after a write here or elsewhere) shows its value; the last answer stays.
+  useEffect(() => setText(prettyJson(value)), [version]);
   const [lifetime, setLifetime] = useState<Lifetime>(noLifetime);
   const [answer, setAnswer] = useState<Outcome<WriteResult> | null>(null);
   const [op, setOp] = useState('put');

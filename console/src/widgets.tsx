@@ -4,7 +4,7 @@
  * is reachable and usable from the keyboard.
  */
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
+import { useLayoutEffect, useRef } from 'preact/hooks';
 import type { Refusal } from './api.js';
 import { prettyJson } from './format.js';
 
@@ -68,7 +68,8 @@ export function ConfirmDialog({ open, title, children, confirmLabel, onConfirm, 
   onConfirm: () => void; onCancel: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
+  // Before paint: a key pressed right after the click already reaches the open dialog.
+  useLayoutEffect(() => {
     const dialog = ref.current;
     if (dialog === null) return;
     if (open && !dialog.open) dialog.showModal();
