@@ -8,9 +8,10 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const SOURCES = ['assembly', 'host', 'bench', 'test/model', 'test/sim', 'package.json',
+const SOURCES = ['assembly', 'host', 'bench', 'test/model', 'test/sim', 'console', 'package.json',
   'tsconfig.json', 'tsconfig.client.json', 'asconfig.json'];
-const OUTPUTS = ['build/hivekv.wasm', 'dist/host/cli/program.js', 'dist/host/client/index.d.ts'];
+const OUTPUTS = ['build/hivekv.wasm', 'dist/host/cli/program.js', 'dist/host/client/index.d.ts',
+  'build/console/index.html'];
 
 function newestMtimeMs(path) {
   let stat;

@@ -14,7 +14,11 @@ export type RouteId =
   | 'kvPath'
   | 'transaction'
   | 'kvTimers'
+  | 'kvTimersRead'
   | 'kvQuota'
+  | 'cluster'
+  | 'tenants'
+  | 'console'
   | 'health'
   | 'metrics';
 
@@ -37,6 +41,10 @@ const KV_PATH_PREFIX = '/api/v1/kv/';
 const TRANSACTION_PATH = '/api/v1/transaction';
 const KV_TIMERS_PATH = '/api/v1/system/kv-timers';
 const KV_QUOTA_PREFIX = '/api/v1/system/kv-quota/';
+const CLUSTER_PATH = '/api/v1/system/cluster';
+const TENANTS_PATH = '/api/v1/system/tenants';
+/** The operator console: `/console` and the files under `/console/` (never under /api). */
+const CONSOLE_PATH = '/console';
 
 function match(id: RouteId, label: string, access: Access | null, methodAllowed: boolean,
   allow: string, rest: string): RouteMatch {
@@ -48,8 +56,12 @@ const STATIC = {
   kvBatch: Object.freeze(match('kvBatch', '/api/v1/kv', 'write', true, 'POST', '')),
   transaction: Object.freeze(match('transaction', '/api/v1/transaction', 'write', true, 'POST',
     '')),
-  kvTimers: Object.freeze(match('kvTimers', '/api/v1/system/kv-timers', 'admin', true, 'POST',
-    '')),
+  kvTimers: Object.freeze(match('kvTimers', '/api/v1/system/kv-timers', 'admin', true,
+    'GET, POST', '')),
+  kvTimersRead: Object.freeze(match('kvTimersRead', '/api/v1/system/kv-timers', 'admin', true,
+    'GET, POST', '')),
+  cluster: Object.freeze(match('cluster', CLUSTER_PATH, 'admin', true, 'GET', '')),
+  tenants: Object.freeze(match('tenants', TENANTS_PATH, 'admin', true, 'GET', '')),
   health: Object.freeze(match('health', '/health', null, true, 'GET', '')),
   metrics: Object.freeze(match('metrics', '/metrics', null, true, 'GET', '')),
 };
@@ -74,7 +86,11 @@ export function matchRoute(method: string, path: string): RouteMatch | null {
   }
   if (path === KV_BATCH_PATH) return staticRoute(STATIC.kvBatch, method);
   if (path === TRANSACTION_PATH) return staticRoute(STATIC.transaction, method);
-  if (path === KV_TIMERS_PATH) return staticRoute(STATIC.kvTimers, method);
+  if (path === KV_TIMERS_PATH) {
+    if (method === 'GET') return STATIC.kvTimersRead;
+    if (method === 'POST') return STATIC.kvTimers;
+    return match('kvTimers', STATIC.kvTimers.label, 'admin', false, 'GET, POST', '');
+  }
   if (path.startsWith(KV_QUOTA_PREFIX)) {
     const rest = path.slice(KV_QUOTA_PREFIX.length);
     if (rest.length === 0 || rest.includes('/')) return null;
@@ -84,5 +100,14 @@ export function matchRoute(method: string, path: string): RouteMatch | null {
   }
   if (path === '/health') return staticRoute(STATIC.health, method);
   if (path === '/metrics') return staticRoute(STATIC.metrics, method);
+  if (path === CLUSTER_PATH) return staticRoute(STATIC.cluster, method);
+  if (path === TENANTS_PATH) return staticRoute(STATIC.tenants, method);
+  if (path === CONSOLE_PATH || path.startsWith(CONSOLE_PATH + '/')) {
+    // The console's files are public: they hold no data, and every call they make is
+    // authorized on its own. `rest` is the file path under /console/ ('' for the page).
+    const allowed = method === 'GET' || method === 'HEAD';
+    return match('console', '/console', null, allowed, 'GET, HEAD',
+      path.slice(CONSOLE_PATH.length + 1));
+  }
   return null;
 }

@@ -14,6 +14,7 @@ import { isWriteOp } from '../machine/commands.js';
 import type { NodeConfig } from '../node/config.js';
 import type { KvService } from '../node/service.js';
 import { errorBody, isKvError, KvError, kvError, tooLarge, type Wire } from './errors.js';
+import { answerOperator, type OperatorDeps } from './operator.js';
 import type {
   Access, Authenticator, RateLimiter, RequestLogger, RequestMetrics, TenantResolver,
 } from './guards.js';
@@ -35,6 +36,8 @@ export interface HttpDeps {
   readonly rateLimiter: RateLimiter;
   readonly metrics: RequestMetrics & { render(): Promise<string>; readonly contentType: string };
   readonly logger: RequestLogger;
+  /** The console and the operator's read routes (`operator.ts`); without them, 404. */
+  readonly operator?: OperatorDeps;
 }
 
 export interface HttpServerHandle {
@@ -59,10 +62,12 @@ const TENANT_HEADER = 'x-queen-tenant';
 /** A 200-class answer; refusals travel as `KvError`. */
 interface Reply {
   readonly status: number;
-  readonly body: string;
+  readonly body: string | Buffer;
   readonly contentType: string;
   /** `ETag` value, quotes included, or null. */
   readonly etag: string | null;
+  /** More headers (the console's caching and security policy). */
+  readonly headers?: Readonly<Record<string, string>> | null;
 }
 
 type Answer = Reply | KvError;
@@ -200,6 +205,11 @@ class HttpApp {
       }
       case 'metrics':
         return reply(await this.deps.metrics.render(), 200, this.deps.metrics.contentType);
+      case 'kvTimersRead':
+      case 'cluster':
+      case 'tenants':
+      case 'console':
+        return answerOperator(this.deps.operator, route, req.headers['if-none-match']);
     }
   }
 
@@ -371,6 +381,7 @@ class HttpApp {
     } else {
       res.header('content-type', answer.contentType);
       if (answer.etag !== null) res.header('etag', answer.etag);
+      for (const [name, value] of Object.entries(answer.headers ?? {})) res.header(name, value);
       res.send(bodyless ? '' : answer.body);
     }
     return answer.status;

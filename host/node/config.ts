@@ -3,6 +3,7 @@
  * then defaults. Parsing is pure (flags and environment are passed in) so it is testable; a
  * bad setting is a `ConfigError` with a message an operator can act on at 3 a.m.
  */
+import { isStatusUrl } from './status-frame.js';
 
 export interface PeerAddress {
   readonly id: string;
@@ -71,6 +72,11 @@ export interface NodeConfig {
   readonly tickMs: number;
   /** HIVEKV_LOG_LEVEL: pino level. */
   readonly logLevel: string;
+  /**
+   * HIVEKV_ADVERTISE_URL: where browsers and tools reach this node's HTTP surface, as the
+   * other members show it; null means "from --host and the bound port" (`advertisedUrl`).
+   */
+  readonly advertiseUrl: string | null;
 }
 
 export class ConfigError extends Error {
@@ -166,6 +172,30 @@ function kvLimits(env: Env): KvLimits {
   };
 }
 
+function advertiseUrlSetting(env: Env): string | null {
+  const raw = env['HIVEKV_ADVERTISE_URL']?.trim();
+  if (raw === undefined || raw === '') return null;
+  const url = raw.replace(/\/+$/, '');
+  if (!isStatusUrl(url)) {
+    throw new ConfigError(`HIVEKV_ADVERTISE_URL=${raw}: expected an http:// or https:// URL ` +
+      'of at most 512 characters, such as http://10.0.0.5:6632');
+  }
+  return url;
+}
+
+/**
+ * The URL other members show for this node: HIVEKV_ADVERTISE_URL, else `http://` and the
+ * `--host` it listens on (this machine's `hostname` for a wildcard address) with the port it
+ * bound (`boundPort`, which differs from `--port 0`).
+ */
+export function advertisedUrl(config: Pick<NodeConfig, 'host' | 'advertiseUrl'>,
+  boundPort: number, hostname: string): string {
+  if (config.advertiseUrl !== null) return config.advertiseUrl;
+  const wildcard = config.host === '0.0.0.0' || config.host === '::' || config.host === '';
+  const host = wildcard ? hostname : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+}
+
 /** Builds the whole configuration, or throws `ConfigError`. */
 export function loadConfig(flags: Flags, env: Env): NodeConfig {
   const port = flags['port'] === undefined ? 6632 : Number(flags['port']);
@@ -210,5 +240,6 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
     requestTimeoutMs: intSetting(env, 'HIVEKV_REQUEST_TIMEOUT_MS', 5000, 100, 600_000),
     tickMs: intSetting(env, 'HIVEKV_TICK_MS', 50, 1, 10_000),
     logLevel: env['HIVEKV_LOG_LEVEL'] ?? 'info',
+    advertiseUrl: advertiseUrlSetting(env),
   };
 }

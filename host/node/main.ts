@@ -5,6 +5,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { createServer } from 'node:net';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { JwtAuthenticator } from '../http/auth.js';
 import { TokenBucketRateLimiter } from '../http/rate-limit.js';
@@ -14,10 +15,12 @@ import { StateMachine } from '../machine/state-machine.js';
 import { FileStorage } from '../storage/file-storage.js';
 import { NoPeersTransport } from '../transport/no-peers.js';
 import { WsTransport } from '../transport/ws-transport.js';
-import type { NodeConfig } from './config.js';
+import { ClusterStatus } from './cluster-status.js';
+import { advertisedUrl, type NodeConfig } from './config.js';
 import { lockDataDir } from './data-lock.js';
 import { createLogger, type Logger } from './log.js';
 import { NodeMetrics } from './metrics.js';
+import { operatorDeps } from './operator-views.js';
 import { Replica } from './replica.js';
 import { realScheduler } from './scheduler.js';
 
@@ -69,7 +72,13 @@ export async function serve(config: NodeConfig): Promise<void> {
     onFsyncSeconds: (seconds) => metrics.observeFsync(seconds),
   });
   const machine = StateMachine.create();
-  const replica = new Replica({
+  const transport = buildTransport(config);
+  // The status table asks the replica for members and health only once both exist.
+  const cluster: ClusterStatus = new ClusterStatus(config.id, {
+    transport, scheduler: realScheduler, monotonicMs: () => performance.now(),
+    members: (): readonly string[] => replica.members(), health: () => replica.health(),
+  });
+  const replica: Replica = new Replica({
     id: config.id,
     voters: config.peers.map((p) => p.id),
     seed: randomInt(2 ** 31),
@@ -82,7 +91,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     expireBatch: config.expireBatch,
     snapshotEveryEntries: config.snapshotEveryEntries,
     snapshotEveryBytes: config.snapshotEveryBytes,
-  }, { storage, transport: buildTransport(config), machine, scheduler: realScheduler,
+  }, { storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed) });
   await replica.start();
   const http = await startHttpServer({
@@ -93,15 +102,19 @@ export async function serve(config: NodeConfig): Promise<void> {
     rateLimiter: new TokenBucketRateLimiter(config.rates),
     metrics,
     logger,
+    operator: operatorDeps(config, replica, machine, cluster),
   }, config.host, config.port);
+  const url = advertisedUrl(config, http.port, hostname());
+  cluster.start(url);
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
-    peers: config.peers.length }, 'serving');
+    peers: config.peers.length, url, console: `${url}/console` }, 'serving');
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    cluster.stop();
     void stop(signal, replica, http, logger).then(() => {
       releaseLock();
       process.exit(0);

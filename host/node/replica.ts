@@ -71,6 +71,8 @@ export interface ReplicaDeps {
   readonly onApplied?: (index: number) => void;
   /** Called with the number of expired keys a sweep entry removed. */
   readonly onSwept?: (removedKeys: number) => void;
+  /** Takes the peer frames that are not Raft's (member status); true when it took one. */
+  readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
 }
 
 type Settle<T> = (result: ServiceResult<T>) => void;
@@ -249,6 +251,11 @@ export class Replica implements KvService {
     };
   }
 
+  /** The members this node knows, itself included. */
+  members(): readonly string[] {
+    return this.options.voters;
+  }
+
   /** The consensus core's view: role, leader, term, commit and last log index. */
   raftStatus(): ReturnType<RaftCore['status']> {
     return this.core.status();
@@ -307,7 +314,8 @@ export class Replica implements KvService {
     });
   }
 
-  private linearizableRead<T>(run: () => T): Promise<ServiceResult<T>> {
+  /** Runs `run` once this node has applied everything committed when it was asked (§6.4). */
+  linearizableRead<T>(run: () => T): Promise<ServiceResult<T>> {
     return new Promise((resolve) => {
       const refusal = this.admissionRefusal(false);
       if (refusal !== null) return resolve(refusal);
@@ -423,6 +431,7 @@ export class Replica implements KvService {
 
   private onFrame(from: string, frame: Uint8Array): void {
     if (this.state !== 'running') return;
+    if (this.deps.sideFrames?.accept(from, frame) === true) return;
     const message = decodeMessage(frame);
     if (message === null || message.from !== from) return;
     this.core.step(message);

@@ -31,6 +31,8 @@ export interface NodeHealth {
   readonly term: number;
   readonly commitIndex: number;
   readonly appliedIndex: number;
+  /** The state digest at `appliedIndex`, once the node reports one. */
+  readonly digest?: string;
 }
 
 export interface QuotaView {

@@ -1,0 +1,44 @@
+/** Small formatting helpers for the views. Pure. */
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+
+export function formatBytes(bytes: number): string {
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${BYTE_UNITS[unit]}`;
+}
+
+export function formatCount(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+/** Milliseconds as `850 ms` or `12.3 s`. */
+export function formatAge(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** A rate or a latency with sensible precision, or an em dash for no value. */
+export function formatNumber(value: number | null | undefined, digits = 2): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  if (value >= 100) return Math.round(value).toLocaleString('en-US');
+  return value.toFixed(digits);
+}
+
+/** Wall-clock time of day, HH:MM:SS, in the browser's zone. */
+export function timeOfDay(ms: number): string {
+  return new Date(ms).toLocaleTimeString('en-GB', { hour12: false });
+}
+
+/** A value as pretty JSON for reading and editing. */
+export function prettyJson(value: unknown): string {
+  return JSON.stringify(value, null, 2) ?? 'undefined';
+}
+
+/** `0000…` digests shortened for a table cell; the full one goes in a title. */
+export function shortDigest(digest: string): string {
+  return digest.length <= 12 ? digest : `${digest.slice(0, 12)}…`;
+}

@@ -1,0 +1,179 @@
+/**
+ * What this node knows of every member: each node sends its own status to every peer about
+ * once a second (a status frame, `status-frame.ts`, over the transport's ordinary `send`),
+ * and keeps the last status it heard from each. `GET /api/v1/system/cluster` answers the
+ * table with each entry's age, so a member that stopped talking is `down` once its last
+ * status is older than STATUS_STALE_MS, whatever its clock says.
+ *
+ * The table follows the members the node knows (`members()`, read on every round and every
+ * view): a status from a non-member is dropped, and a member that left is forgotten.
+ * Ages are measured on this node's monotonic clock at receipt, never from the sender's clock.
+ * Never throws on a frame: a malformed or misaddressed status is dropped.
+ */
+import type { NodeHealth } from './service.js';
+import type { Scheduler, TimerHandle } from './scheduler.js';
+import {
+  decodeStatusFrame, encodeStatusFrame, isStatusFrame, type MemberStatus,
+} from './status-frame.js';
+
+/** How often a node sends its status to each peer. */
+export const STATUS_SEND_EVERY_MS = 1000;
+/** A member not heard from for longer than this is `down` (two and a half rounds missed). */
+export const STATUS_STALE_MS = 2500;
+/** Members tracked at most; a Raft configuration is far smaller (15 voters). */
+export const MEMBERS_TRACKED_MAX = 64;
+
+export interface ClusterStatusDeps {
+  /** Only `send` is used: a status is one more frame on the peer link. */
+  readonly transport: { send(to: string, frame: Uint8Array): void };
+  readonly scheduler: Scheduler;
+  /** Monotonic milliseconds, for ages. */
+  readonly monotonicMs: () => number;
+  /** The members this node knows now, itself included. */
+  readonly members: () => readonly string[];
+  /** This node's own health, as `/health` reports it. */
+  readonly health: () => NodeHealth;
+}
+
+/** One member as `GET /api/v1/system/cluster` shows it. */
+export interface MemberView {
+  readonly id: string;
+  /** True for the node that answers. */
+  readonly self: boolean;
+  /** `up`: heard within STATUS_STALE_MS; `down`: heard before, not since; `unknown`: never. */
+  readonly state: 'up' | 'down' | 'unknown';
+  /** Milliseconds since its last status arrived here; 0 for this node, null if never heard. */
+  readonly ageMs: number | null;
+  /** Its last status; null if never heard. */
+  readonly status: Omit<MemberStatus, 'id' | 'sentAtMs'> & { readonly sentAt: string } | null;
+  /** The leader's commit index minus this member's applied index; null with no leader up. */
+  readonly lagEntries: number | null;
+}
+
+export interface ClusterView {
+  readonly self: string;
+  /** The up member that reports itself leader in the highest term, or null. */
+  readonly leader: string | null;
+  readonly staleAfterMs: number;
+  readonly members: readonly MemberView[];
+}
+
+interface Heard {
+  readonly status: MemberStatus;
+  readonly receivedAtMs: number;
+}
+
+export class ClusterStatus {
+  private readonly heard = new Map<string, Heard>();
+  private timer: TimerHandle | null = null;
+  private url: string | null = null;
+
+  constructor(
+    private readonly selfId: string,
+    private readonly deps: ClusterStatusDeps,
+  ) {}
+
+  /** Starts sending this node's status, reachable at `url`, now and every round after. */
+  start(url: string): void {
+    if (this.timer !== null) throw new Error('cluster status: started twice');
+    this.url = url;
+    this.sendRound();
+  }
+
+  stop(): void {
+    this.timer?.cancel();
+    this.timer = null;
+  }
+
+  /**
+   * Takes `frame` if it is a status frame (true, whether it was valid or not), or leaves it
+   * to the Raft core (false). A status must come from the member it names.
+   */
+  accept(from: string, frame: Uint8Array): boolean {
+    if (!isStatusFrame(frame)) return false;
+    const status = decodeStatusFrame(frame);
+    if (status === null || status.id !== from || from === this.selfId) return true;
+    if (!this.currentMembers().includes(from)) return true;
+    this.heard.set(from, { status, receivedAtMs: this.deps.monotonicMs() });
+    return true;
+  }
+
+  /** This node's own status now. */
+  selfStatus(): MemberStatus {
+    const health = this.deps.health();
+    return {
+      id: this.selfId,
+      status: health.status,
+      role: health.role,
+      leader: health.leader,
+      term: health.term,
+      commitIndex: health.commitIndex,
+      appliedIndex: health.appliedIndex,
+      digest: typeof health.digest === 'string' && health.digest !== '' ? health.digest : null,
+      url: this.url ?? 'http://unknown.invalid',
+      sentAtMs: this.deps.scheduler.nowMs(),
+    };
+  }
+
+  /** Every member the node knows, in member order, with its last status and its age. */
+  view(): ClusterView {
+    const members = this.currentMembers();
+    this.forgetNonMembers(members);
+    const now = this.deps.monotonicMs();
+    const self = this.selfStatus();
+    const known = members.map((id) => {
+      if (id === this.selfId) return { id, status: self, ageMs: 0 };
+      const heard = this.heard.get(id);
+      if (heard === undefined) return { id, status: null, ageMs: null };
+      return { id, status: heard.status, ageMs: Math.max(0, Math.round(now - heard.receivedAtMs)) };
+    });
+    let leader: MemberStatus | null = null;
+    for (const { status, ageMs } of known) {
+      if (status === null || ageMs === null || ageMs > STATUS_STALE_MS) continue;
+      if (status.role === 'leader' && (leader === null || status.term > leader.term)) {
+        leader = status;
+      }
+    }
+    const leaderCommit = leader?.commitIndex ?? null;
+    return {
+      self: this.selfId,
+      leader: leader?.id ?? null,
+      staleAfterMs: STATUS_STALE_MS,
+      members: known.map(({ id, status, ageMs }): MemberView => ({
+        id,
+        self: id === this.selfId,
+        state: ageMs === null ? 'unknown' : ageMs > STATUS_STALE_MS ? 'down' : 'up',
+        ageMs,
+        status: status === null ? null : statusView(status),
+        lagEntries: status === null || leaderCommit === null ? null
+          : Math.max(0, leaderCommit - status.appliedIndex),
+      })),
+    };
+  }
+
+  private sendRound(): void {
+    const members = this.currentMembers();
+    this.forgetNonMembers(members);
+    const frame = encodeStatusFrame(this.selfStatus());
+    for (const id of members) {
+      if (id !== this.selfId) this.deps.transport.send(id, frame);
+    }
+    this.timer = this.deps.scheduler.after(STATUS_SEND_EVERY_MS, () => this.sendRound());
+  }
+
+  private currentMembers(): readonly string[] {
+    const members = this.deps.members();
+    return members.length <= MEMBERS_TRACKED_MAX ? members : members.slice(0, MEMBERS_TRACKED_MAX);
+  }
+
+  private forgetNonMembers(members: readonly string[]): void {
+    for (const id of this.heard.keys()) {
+      if (!members.includes(id)) this.heard.delete(id);
+    }
+  }
+}
+
+function statusView(status: MemberStatus): NonNullable<MemberView['status']> {
+  const { id: _id, sentAtMs, ...rest } = status;
+  return { ...rest, sentAt: new Date(sentAtMs).toISOString() };
+}

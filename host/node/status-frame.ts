@@ -1,0 +1,128 @@
+/**
+ * The status frame: a small non-Raft frame each node sends every peer about once a second on
+ * the peer link, saying what it is (role, term, indexes, digest, its client URL, its clock).
+ * `cluster-status.ts` sends and collects them; the Raft core never sees one.
+ *
+ * Layout: u8 STATUS_FRAME_TAG, u8 STATUS_FORMAT_VERSION, then the status as compact UTF-8
+ * JSON. The tag can never begin a Raft frame, whose first byte is the message codec's format
+ * version (1). JSON because a status is tiny and sent once a second, and a node of a later
+ * release may add fields that this one skips instead of refusing the whole frame.
+ *
+ * Pure: no I/O, no clock. `decodeStatusFrame` never throws: garbage, a wrong tag or version,
+ * a frame over STATUS_FRAME_BYTES_MAX, bad UTF-8 or JSON, or a field out of its bounds all
+ * give null.
+ */
+
+/** First byte of every status frame; no Raft frame starts with it. */
+export const STATUS_FRAME_TAG = 0xc7;
+export const STATUS_FORMAT_VERSION = 1;
+/** A larger frame is refused unread: a status is a few hundred bytes. */
+export const STATUS_FRAME_BYTES_MAX = 2048;
+/** Longest client URL a status may carry, in characters. */
+export const STATUS_URL_CHARS_MAX = 512;
+/** Longest state digest a status may carry, in characters. */
+export const STATUS_DIGEST_CHARS_MAX = 128;
+
+const MEMBER_ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+const ROLE_PATTERN = /^[a-z-]{1,32}$/;
+const DIGEST_PATTERN = new RegExp(`^[\\x21-\\x7e]{1,${STATUS_DIGEST_CHARS_MAX}}$`);
+const NODE_STATES: ReadonlySet<string> = new Set(['ok', 'starting', 'stopping']);
+
+/** What one node says of itself. */
+export interface MemberStatus {
+  readonly id: string;
+  /** `ok`, `starting` or `stopping`, as its `/health` says. */
+  readonly status: string;
+  /** `leader`, `follower`, `candidate`, `pre-candidate` (a later release may add more). */
+  readonly role: string;
+  /** The leader it knows, or null. */
+  readonly leader: string | null;
+  readonly term: number;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  /** The state digest at `appliedIndex`, when the node reports one. */
+  readonly digest: string | null;
+  /** Where its HTTP surface is reached (`HIVEKV_ADVERTISE_URL` or its --host and --port). */
+  readonly url: string;
+  /** The sender's clock when it sent the frame, in Unix milliseconds. */
+  readonly sentAtMs: number;
+}
+
+const utf8 = new TextEncoder();
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+
+/** True when `url` is an http(s) URL a status may carry (also checked on receipt). */
+export function isStatusUrl(url: string): boolean {
+  if (url.length === 0 || url.length > STATUS_URL_CHARS_MAX) return false;
+  if (!/^https?:\/\/[^\s/?#]+/.test(url)) return false;
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Encodes `status`. Throws on a status this node must not send (a bug in the caller):
+ * out-of-range numbers, a bad id or URL, or a frame over STATUS_FRAME_BYTES_MAX.
+ */
+export function encodeStatusFrame(status: MemberStatus): Uint8Array {
+  if (validStatus(status) === null) {
+    throw new Error(`status frame: invalid status for ${JSON.stringify(status.id)}`);
+  }
+  const json = utf8.encode(JSON.stringify({
+    id: status.id, status: status.status, role: status.role, leader: status.leader,
+    term: status.term, commitIndex: status.commitIndex, appliedIndex: status.appliedIndex,
+    digest: status.digest, url: status.url, sentAtMs: status.sentAtMs,
+  }));
+  if (json.length + 2 > STATUS_FRAME_BYTES_MAX) throw new Error('status frame: too large');
+  const frame = new Uint8Array(json.length + 2);
+  frame[0] = STATUS_FRAME_TAG;
+  frame[1] = STATUS_FORMAT_VERSION;
+  frame.set(json, 2);
+  return frame;
+}
+
+/** True when `frame` is a status frame (by its first byte), well formed or not. */
+export function isStatusFrame(frame: Uint8Array): boolean {
+  return frame.length > 0 && frame[0] === STATUS_FRAME_TAG;
+}
+
+/** The status `frame` carries, or null for anything that is not a valid status frame. */
+export function decodeStatusFrame(frame: Uint8Array): MemberStatus | null {
+  if (frame.length < 3 || frame.length > STATUS_FRAME_BYTES_MAX) return null;
+  if (frame[0] !== STATUS_FRAME_TAG || frame[1] !== STATUS_FORMAT_VERSION) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(utf8Strict.decode(frame.subarray(2)));
+  } catch {
+    return null;
+  }
+  return validStatus(parsed);
+}
+
+function isIndex(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isMemberId(value: unknown): value is string {
+  return typeof value === 'string' && MEMBER_ID_PATTERN.test(value);
+}
+
+/** The status as a fresh object with only the known fields, or null if any is out of bounds. */
+function validStatus(value: unknown): MemberStatus | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const v = value as Record<string, unknown>;
+  const { id, status, role, leader, term, commitIndex, appliedIndex, digest, url, sentAtMs } = v;
+  if (!isMemberId(id) || typeof status !== 'string' || !NODE_STATES.has(status)) return null;
+  if (typeof role !== 'string' || !ROLE_PATTERN.test(role)) return null;
+  if (leader !== null && !isMemberId(leader)) return null;
+  if (!isIndex(term) || !isIndex(commitIndex) || !isIndex(appliedIndex)) return null;
+  if (!isIndex(sentAtMs)) return null;
+  if (digest !== null && (typeof digest !== 'string' || !DIGEST_PATTERN.test(digest))) {
+    return null;
+  }
+  if (typeof url !== 'string' || !isStatusUrl(url)) return null;
+  return { id, status, role, leader, term, commitIndex, appliedIndex, digest, url, sentAtMs };
+}
