@@ -6,7 +6,7 @@
  */
 
 /** Bumped whenever a command, result or snapshot layout changes. */
-export const FORMAT_VERSION: i32 = 1;
+export const FORMAT_VERSION: i32 = 2;
 
 // Command kinds (first byte of a command).
 export const CMD_CALL_V1: i32 = 1;
@@ -53,20 +53,7 @@ export const OUT_ADMIN: i32 = 3;
 export const OUT_NOOP: i32 = 4;
 export const OUT_INVALID: i32 = 5;
 
-// Call statuses.
-export const STATUS_OK: i32 = 0;
-export const STATUS_PRECONDITION: i32 = 1;
-export const STATUS_PAUSED: i32 = 2;
-export const STATUS_NOT_GRANTED: i32 = 3;
-export const STATUS_QUOTA_EXCEEDED: i32 = 4;
-export const STATUS_INVALID: i32 = 5;
 
-// Result element kinds.
-export const RES_GET_FOUND: i32 = 1;
-export const RES_GET_MISSING: i32 = 2;
-export const RES_GET_MANY: i32 = 3;
-export const RES_GET_PREFIX: i32 = 4;
-export const RES_WRITE: i32 = 5;
 
 // Reasons (0 = none, the op applied).
 export const REASON_NONE: i32 = 0;
@@ -76,8 +63,6 @@ export const REASON_VERSION: i32 = 3;
 export const REASON_LIMIT: i32 = 4;
 export const REASON_TYPE: i32 = 5;
 
-/** expiresAt on the wire for a `forever` key (a real expiry is never negative). */
-export const EXPIRES_NEVER_WIRE: i64 = -1;
 /** Quota limit on the wire meaning "unlimited" (null). */
 export const LIMIT_NONE_WIRE: i64 = -1;
 
@@ -94,6 +79,23 @@ export const VALUE_BYTES_MAX: i32 = 1048576;
 export const DECIMAL_EXPONENT_ABS_MAX: i32 = 1000;
 /** Largest version, expiry or time the machine accepts or produces: 2^53 - 1. */
 export const SAFE_INTEGER_MAX: i64 = 9007199254740991;
+
+// Answers (docs/codec.md, "Answers"): u16 status, u8 flags, i64 etagVersion,
+// u32 retryAfterSeconds, u32 bodyLen, body.
+export const ANSWER_ETAG: i32 = 1;
+export const ANSWER_RETRY_AFTER: i32 = 2;
+export const ANSWER_HEADER_BYTES: i32 = 19;
+
+// Log entries (docs/codec.md, "Entries"): their type, and the envelope of a normal entry.
+export const ENTRY_NORMAL: i32 = 1;
+export const ENTRY_EMPTY: i32 = 2;
+/** First byte of an entry's envelope: u8 version, u8 idLen, id, u32 incarnation, u64 seq. */
+export const ENVELOPE_FORMAT_VERSION: i32 = 1;
+export const ORIGIN_ID_BYTES_MAX: i32 = 64;
+/** Sequence numbers of one origin remembered below its highest one. */
+export const DEDUP_WINDOW: i32 = 4096;
+/** Origins (node incarnations) remembered; the least recently applied is forgotten first. */
+export const DEDUP_ORIGINS_MAX: i32 = 64;
 
 // Snapshot framing.
 export const SNAPSHOT_MAGIC: i32 = 0x4b564948; // "HIVK" little-endian

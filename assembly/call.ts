@@ -3,21 +3,27 @@
  * writes in op order, then the required checks, then quota, then the results in op order
  * with every read evaluated after all writes. A lost `required` or a quota refusal undoes the
  * whole call through the journal. Versions handed out to an undone call are not reused.
+ * What it decided is written as the answer the host sends (answer.ts), unless the caller
+ * asks for none (an entry another node is answering).
  */
 import {
-  OUT_CALL, OUT_INVALID, STATUS_OK, STATUS_PRECONDITION, STATUS_PAUSED, STATUS_NOT_GRANTED,
-  STATUS_QUOTA_EXCEEDED, OP_GET, OP_GET_MANY, OP_GET_PREFIX, OP_CHECK, OP_PUT, OP_DELETE,
-  OP_INCR, FLAG_REQUIRED, RES_WRITE, CALL_REQUIRE_GRANT, TENANT_BYTES_MAX, CMD_CALL_V1,
-  SHAPE_BATCH, SHAPE_TRANSACTION, TRANSACTION_ID_BYTES_MAX,
+  OUT_CALL, OUT_INVALID, OP_GET, OP_GET_MANY, OP_GET_PREFIX, OP_CHECK, OP_PUT, OP_DELETE,
+  OP_INCR, FLAG_REQUIRED, CALL_REQUIRE_GRANT, TENANT_BYTES_MAX, CMD_CALL_V1,
+  SHAPE_BATCH, SHAPE_SINGLE, SHAPE_TRANSACTION, TRANSACTION_ID_BYTES_MAX,
 } from './abi';
-import { Reader, putU8, putU32, putI64, putBytes, putString } from './buffers';
-import { Row, rowVersion, rowValuePtr, rowValueLen } from './row';
+import { Reader, putU8, putString } from './buffers';
+import { rowVersion, rowValuePtr, rowValueLen } from './row';
 import { paused, tenants, tenantId } from './state';
 import {
   Op, applyPut, applyDelete, applyIncr, evalCheck, journalReset, journalUndo,
 } from './ops';
 import { ops, opCount, decodeOps } from './decode';
 import { startReads, emitGet, emitGetMany, emitGetPrefix } from './reads';
+import {
+  beginAnswer, endAnswer, setAnswerEtag, answerPaused, answerNotGranted, answerQuotaExceeded,
+  answerPrecondition, putElementHead, openResults, closeResults, putReasonName,
+} from './answer';
+import { putText, text, putRaw, putByte, putDecimal, putJsonString } from './json-out';
 
 const NULL_TEXT = String.UTF8.encode('null');
 const ZERO_TEXT = String.UTF8.encode('0');
@@ -31,17 +37,22 @@ export function emitInvalid(why: string): void {
   putString(why);
 }
 
-/** The value and version a write/check result or a precondition reports. */
-function putReported(op: Op): void {
+/** The compact JSON a write/check result or a precondition reports as `value`. */
+function reportedValuePtr(op: Op): usize {
   let r = op.resRow;
-  if (r == null) {
-    let t = op.resZero ? ZERO_TEXT : NULL_TEXT;
-    putBytes(changetype<usize>(t), <usize>t.byteLength);
-    putI64(0);
-    return;
-  }
-  putBytes(rowValuePtr(r), <usize>rowValueLen(r));
-  putI64(rowVersion(r));
+  if (r != null) return rowValuePtr(r);
+  return changetype<usize>(op.resZero ? ZERO_TEXT : NULL_TEXT);
+}
+
+function reportedValueLen(op: Op): i32 {
+  let r = op.resRow;
+  if (r != null) return rowValueLen(r);
+  return (op.resZero ? ZERO_TEXT : NULL_TEXT).byteLength;
+}
+
+function reportedVersion(op: Op): i64 {
+  let r = op.resRow;
+  return r == null ? 0 : rowVersion(r);
 }
 
 /** How the current call's answer is wrapped (a SHAPE_* code). */
@@ -69,9 +80,10 @@ function decodeShape(rd: Reader, kind: i32): void {
 
 /**
  * Decodes and runs a call (`kind` CMD_CALL or CMD_CALL_V1) at timeMs; `logged` is true for
- * an entry, false for a read.
+ * an entry, false for a read. Writes `OUT_CALL` and, when `answered`, the call's answer.
  */
-export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool): void {
+export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool,
+  answered: bool): void {
   decodeShape(rd, kind);
   let callFlags = rd.u8();
   let ceiling = rd.i64();
@@ -88,10 +100,13 @@ export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool): void 
   if (!rd.failed && hasWrites && !logged) rd.fail('writes in a read call');
   if (rd.failed) { emitInvalid(rd.why); return; }
   putU8(OUT_CALL);
-  if (paused) { putU8(STATUS_PAUSED); return; }
+  if (paused) {
+    if (answered) answerPaused(callShape);
+    return;
+  }
   let name = String.UTF8.decodeUnsafe(tPtr, tLen);
   if (hasWrites && (callFlags & CALL_REQUIRE_GRANT) != 0 && !granted(name)) {
-    putU8(STATUS_NOT_GRANTED);
+    if (answered) answerNotGranted();
     return;
   }
   let tid = tenantId(name, hasWrites);
@@ -106,19 +121,19 @@ export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool): void 
   if (failed >= 0) {
     journalUndo();
     let op = unchecked(ops[failed]);
-    putU8(STATUS_PRECONDITION);
-    putU32(<u32>failed);
-    putU8(op.reason);
-    putReported(op);
+    if (answered) {
+      answerPrecondition(callShape, callTransactionIdPtr, callTransactionIdLen, failed,
+        op.reason, reportedValuePtr(op), reportedValueLen(op), reportedVersion(op));
+    }
     return;
   }
   if (hasWrites && quotaRefuses(tid, rows0, bytes0)) {
     journalUndo();
-    putU8(STATUS_QUOTA_EXCEEDED);
+    if (answered) answerQuotaExceeded();
     return;
   }
   journalReset();
-  emitResults(tid, timeMs, ceiling);
+  if (answered) emitResults(tid, timeMs, ceiling);
 }
 
 function granted(name: string): bool {
@@ -167,25 +182,54 @@ function quotaRefuses(tid: i32, rows0: i64, bytes0: i64): bool {
   return over && grew;
 }
 
+/** The 200 answer of a call that ran: one element per op, in op order, in its shape. */
 function emitResults(tid: i32, timeMs: i64, ceiling: i64): void {
-  putU8(STATUS_OK);
-  putU32(<u32>opCount);
+  let shape = callShape;
+  beginAnswer(200);
+  openResults(shape, callTransactionIdPtr, callTransactionIdLen);
   startReads(ceiling);
   for (let i = 0; i < opCount; i++) {
     let op = unchecked(ops[i]);
     let code = op.code;
-    if (code == OP_GET) emitGet(op, tid, timeMs);
-    else if (code == OP_GET_MANY) emitGetMany(op, tid, timeMs);
-    else if (code == OP_GET_PREFIX) emitGetPrefix(op, tid, timeMs);
-    else {
+    if (i > 0) putByte(0x2c);
+    putElementHead(shape, i, code, op.flags);
+    if (code == OP_GET) {
+      let version = emitGet(op, tid, timeMs);
+      // A path route's found key carries its version as the ETag (kv-routes.md).
+      if (shape == SHAPE_SINGLE && version > 0) setAnswerEtag(version);
+    } else if (code == OP_GET_MANY) {
+      emitGetMany(op, tid, timeMs);
+    } else if (code == OP_GET_PREFIX) {
+      emitGetPrefix(op, tid, timeMs);
+    } else {
       if (code == OP_CHECK) evalCheck(op, tid, timeMs);
-      putU8(RES_WRITE);
-      putU8(op.applied ? 1 : 0);
-      putU8(op.reason);
-      putBytes(op.keyPtr, <usize>op.keyLen);
-      putReported(op);
+      emitWriteResult(op);
     }
   }
+  closeResults(shape);
+  endAnswer();
 }
 
-export { Row };
+const APPLIED_TRUE = text(',"applied":true,"key":');
+const APPLIED_FALSE = text(',"applied":false,"reason":"');
+const REASON_KEY = text('","key":');
+const VALUE = text(',"value":');
+const VERSION = text(',"version":');
+
+/** The rest of a put, delete, incr or check element after its head. */
+function emitWriteResult(op: Op): void {
+  if (op.applied) {
+    putText(APPLIED_TRUE);
+  } else {
+    putText(APPLIED_FALSE);
+    putReasonName(op.reason);
+    putText(REASON_KEY);
+  }
+  putJsonString(op.keyPtr, op.keyLen);
+  putText(VALUE);
+  putRaw(reportedValuePtr(op), <usize>reportedValueLen(op));
+  putText(VERSION);
+  putDecimal(reportedVersion(op));
+  putByte(0x7d);
+}
+

@@ -7,12 +7,14 @@
  */
 import {
   CMD_CALL, CMD_CALL_V1, CMD_SWEEP, CMD_SET_QUOTA, CMD_SET_PAUSED, CMD_NOOP, OUT_SWEEP, OUT_ADMIN,
-  OUT_NOOP, TENANT_BYTES_MAX, SAFE_INTEGER_MAX,
+  OUT_NOOP, TENANT_BYTES_MAX, SAFE_INTEGER_MAX, ENTRY_NORMAL, ENTRY_EMPTY,
+  ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX,
 } from './abi';
 import {
   Reader, ensureInput, inputPtr, outputPtr, outputLen, resetOutput, putU8, putU32, putI64,
   putBytes,
 } from './buffers';
+import { admit, isSelf, setSelfOrigin } from './dedup';
 import {
   setApplied, lastTimeMs, appliedIndex, lastVersion, paused, setPaused, sweep, tenants,
   tenantId, heapMaybeCompact, tree, stateBytes,
@@ -42,21 +44,96 @@ export function outputRegion(): i32 {
 export function apply(len: i32, indexLo: i32, indexHi: i32, timeLo: i32, timeHi: i32): i32 {
   resetOutput();
   let index = join(indexLo, indexHi);
-  let time = join(timeLo, timeHi);
+  let time = entryTime(index, join(timeLo, timeHi));
+  applyCommand(new Reader(inputPtr, <usize>len), time, true);
+  setApplied(index, time);
+  heapMaybeCompact();
+  return <i32>outputLen;
+}
+
+/** The time an entry applies at: never before the last entry's, never past 2^53 - 1. */
+function entryTime(index: i64, time: i64): i64 {
   assert(index > appliedIndex, 'entry index not after applied index');
   if (time < lastTimeMs) time = lastTimeMs;
   if (time > SAFE_INTEGER_MAX) time = SAFE_INTEGER_MAX;
-  let rd = new Reader(inputPtr, <usize>len);
+  return time;
+}
+
+/** Applies one command; a call writes its answer only when `answered`. */
+function applyCommand(rd: Reader, time: i64, answered: bool): void {
   let kind = rd.u8();
-  if (kind == CMD_CALL || kind == CMD_CALL_V1) runCall(rd, kind, time, true);
+  if (kind == CMD_CALL || kind == CMD_CALL_V1) runCall(rd, kind, time, true, answered);
   else if (kind == CMD_SWEEP) applySweep(rd, time);
   else if (kind == CMD_SET_QUOTA) applySetQuota(rd);
   else if (kind == CMD_SET_PAUSED) applySetPaused(rd);
   else if (kind == CMD_NOOP && rd.pos == rd.end) putU8(OUT_NOOP);
   else emitInvalid(rd.failed ? rd.why : 'unknown command');
-  setApplied(index, time);
-  heapMaybeCompact();
+}
+
+/**
+ * This node's origin (its id in the input region, and the incarnation drawn at its start):
+ * `applyEntries` answers the calls of entries it proposed, and only those.
+ */
+export function setOrigin(len: i32, incarnation: i32): void {
+  let n = min(max(len, 0), ORIGIN_ID_BYTES_MAX);
+  setSelfOrigin(inputPtr, n, <u32>incarnation);
+}
+
+/**
+ * Applies committed entries in one crossing. The input region (`len` bytes) holds `u32
+ * count`, then per entry `i64 index, i64 timeMs, u8 type, u32 dataLen, data` (docs/codec.md,
+ * "Entries"); the output gets, per entry, `u8 mine, [i64 seq when mine]`, then the outcome
+ * `apply` writes: a call proposed by this node carries its answer, a sweep its removed-key
+ * count, an invalid command its reason. An entry without a valid envelope, or whose origin
+ * and sequence number already applied (a duplicated proposal), applies nothing and is a
+ * no-op on every replica.
+ */
+export function applyEntries(len: i32): i32 {
+  resetOutput();
+  let rd = new Reader(inputPtr, <usize>len);
+  let count = rd.u32();
+  for (let i: u32 = 0; i < count; i++) {
+    let index = rd.i64();
+    let time = rd.i64();
+    let type = rd.u8();
+    let dataPtr = rd.bytes(<u32>i32.MAX_VALUE, 'entry');
+    let dataLen = <i32>rd.lastLen;
+    assert(!rd.failed && (type == ENTRY_NORMAL || type == ENTRY_EMPTY), 'bad entry framing');
+    time = entryTime(index, time);
+    if (type == ENTRY_NORMAL) applyEntry(dataPtr, dataLen, index, time);
+    else noopEntry();
+    setApplied(index, time);
+    heapMaybeCompact();
+  }
+  assert(rd.pos == rd.end, 'trailing bytes after the entries');
   return <i32>outputLen;
+}
+
+function noopEntry(): void {
+  putU8(0);
+  putU8(OUT_NOOP);
+}
+
+/** One normal entry: its envelope, the dedup decision, then its command. */
+function applyEntry(dataPtr: usize, dataLen: i32, index: i64, time: i64): void {
+  let env = new Reader(dataPtr, <usize>dataLen);
+  let version = env.u8();
+  let idLen = env.u8();
+  let idPtr = env.pos;
+  if (!env.failed && (idLen > ORIGIN_ID_BYTES_MAX || !env.has(<usize>idLen))) env.fail('origin');
+  env.pos += env.failed ? 0 : <usize>idLen;
+  let incarnation = env.u32();
+  let seq = env.i64();
+  let valid = !env.failed && version == ENVELOPE_FORMAT_VERSION && seq > 0 &&
+    seq <= SAFE_INTEGER_MAX;
+  if (!valid || !admit(idPtr, idLen, incarnation, seq, index)) {
+    noopEntry();
+    return;
+  }
+  let mine = isSelf(idPtr, idLen, incarnation);
+  putU8(mine ? 1 : 0);
+  if (mine) putI64(seq);
+  applyCommand(new Reader(env.pos, env.end - env.pos), time, mine);
 }
 
 function applySweep(rd: Reader, time: i64): void {
@@ -98,7 +175,7 @@ export function read(len: i32, nowLo: i32, nowHi: i32): i32 {
   let rd = new Reader(inputPtr, <usize>len);
   let kind = rd.u8();
   if (kind != CMD_CALL) emitInvalid(rd.failed ? rd.why : 'not a call');
-  else runCall(rd, kind, now, false);
+  else runCall(rd, kind, now, false, true);
   return <i32>outputLen;
 }
 

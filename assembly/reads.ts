@@ -5,13 +5,7 @@
  * and say `truncated`. A get is always answered (one value is bounded by the value ceiling),
  * and its bytes count. Never changes state.
  */
-import {
-  RES_GET_FOUND, RES_GET_MISSING, RES_GET_MANY, RES_GET_PREFIX, EXPIRES_NEVER_WIRE,
-  FLAG_KEYS_ONLY,
-} from './abi';
-import {
-  putU8, putU32, putI64, putBytes, outputPtr, outputLen,
-} from './buffers';
+import { FLAG_KEYS_ONLY } from './abi';
 import {
   Row, rowLive, rowVersion, rowExpiresAt, rowUpdatedAt, rowKeyPtr, rowKeyLen, rowValuePtr,
   rowValueLen, compareBytes, EXPIRES_NEVER,
@@ -19,6 +13,9 @@ import {
 import { tree } from './state';
 import { Op, composeKey, keyScratch } from './ops';
 import { manyPtr, manyLen } from './decode';
+import {
+  putText, text, putRaw, putByte, putDecimal, putJsonString, putIsoTime, putNull, putBool,
+} from './json-out';
 
 /** Ceiling state of the current call. */
 let ceilingBytes: i64 = 0;
@@ -36,14 +33,35 @@ function countBytes(n: i32): void {
   if (readBytes > ceilingBytes) stopped = true;
 }
 
-function putRow(r: Row, userKeyOffset: i32, withValue: bool): void {
-  putBytes(rowKeyPtr(r) + <usize>userKeyOffset, <usize>(rowKeyLen(r) - userKeyOffset));
-  putU8(withValue ? 1 : 0);
-  if (withValue) putBytes(rowValuePtr(r), <usize>rowValueLen(r));
-  putI64(rowVersion(r));
+const KEY = text('"key":');
+const VALUE = text(',"value":');
+const VERSION = text(',"version":');
+const EXPIRES_AT = text(',"expiresAt":');
+const UPDATED_AT = text(',"updatedAt":');
+
+/** `,"version":v,"expiresAt":t|null,"updatedAt":t` */
+function putRowTimes(r: Row): void {
+  putText(VERSION);
+  putDecimal(rowVersion(r));
+  putText(EXPIRES_AT);
   let e = rowExpiresAt(r);
-  putI64(e == EXPIRES_NEVER ? EXPIRES_NEVER_WIRE : e);
-  putI64(rowUpdatedAt(r));
+  if (e == EXPIRES_NEVER) putNull();
+  else putIsoTime(e);
+  putText(UPDATED_AT);
+  putIsoTime(rowUpdatedAt(r));
+}
+
+/** `{"key":k[,"value":v],"version":...}` for one row of getMany / getPrefix. */
+function putRow(r: Row, userKeyOffset: i32, withValue: bool): void {
+  putByte(0x7b);
+  putText(KEY);
+  putJsonString(rowKeyPtr(r) + <usize>userKeyOffset, rowKeyLen(r) - userKeyOffset);
+  if (withValue) {
+    putText(VALUE);
+    putRaw(rowValuePtr(r), <usize>rowValueLen(r));
+  }
+  putRowTimes(r);
+  putByte(0x7d);
 }
 
 function liveRow(tid: i32, op: Op, kPtr: usize, kLen: i32, timeMs: i64): Row | null {
@@ -52,21 +70,29 @@ function liveRow(tid: i32, op: Op, kPtr: usize, kLen: i32, timeMs: i64): Row | n
   return r != null && rowLive(r, timeMs) ? r : null;
 }
 
-export function emitGet(op: Op, tid: i32, timeMs: i64): void {
+const FOUND_FALSE = text(',"found":false,"key":');
+const FOUND_TRUE = text(',"found":true,"key":');
+
+/**
+ * The rest of a `get` element after its head; returns the version found (0: missing), which
+ * a path route's answer carries as its ETag.
+ */
+export function emitGet(op: Op, tid: i32, timeMs: i64): i64 {
   let r = liveRow(tid, op, op.keyPtr, op.keyLen, timeMs);
   if (r == null) {
-    putU8(RES_GET_MISSING);
-    putBytes(op.keyPtr, <usize>op.keyLen);
-    return;
+    putText(FOUND_FALSE);
+    putJsonString(op.keyPtr, op.keyLen);
+    putByte(0x7d);
+    return 0;
   }
-  putU8(RES_GET_FOUND);
-  putBytes(op.keyPtr, <usize>op.keyLen);
-  putBytes(rowValuePtr(r), <usize>rowValueLen(r));
-  putI64(rowVersion(r));
-  let e = rowExpiresAt(r);
-  putI64(e == EXPIRES_NEVER ? EXPIRES_NEVER_WIRE : e);
-  putI64(rowUpdatedAt(r));
+  putText(FOUND_TRUE);
+  putJsonString(op.keyPtr, op.keyLen);
+  putText(VALUE);
+  putRaw(rowValuePtr(r), <usize>rowValueLen(r));
+  putRowTimes(r);
+  putByte(0x7d);
   countBytes(rowValueLen(r));
+  return rowVersion(r);
 }
 
 const order = new Array<i32>();
@@ -80,6 +106,13 @@ function byKey(a: i32, b: i32): i32 {
   return c != 0 ? c : a - b;
 }
 
+const ROWS = text(',"rows":[');
+const MISSING = text('],"missing":[');
+const TRUNCATED = text('],"truncated":');
+const TRUNCATED_BARE = text(',"truncated":');
+const NEXT_AFTER = text(',"nextAfter":');
+
+/** The rest of a `getMany` element: rows in key byte order, `missing` in request order. */
 export function emitGetMany(op: Op, tid: i32, timeMs: i64): void {
   order.length = 0;
   fate.length = 0;
@@ -88,10 +121,8 @@ export function emitGetMany(op: Op, tid: i32, timeMs: i64): void {
     fate.push(0);
   }
   order.sort(byKey);
-  putU8(RES_GET_MANY);
-  let countAt = outputLen;
-  putU32(0);
-  let rows: u32 = 0;
+  putText(ROWS);
+  let rows = 0;
   let truncated = false;
   for (let j = 0; j < order.length; j++) {
     let k = unchecked(order[j]);
@@ -99,21 +130,22 @@ export function emitGetMany(op: Op, tid: i32, timeMs: i64): void {
     let r = liveRow(tid, op, unchecked(manyPtr[k]), unchecked(manyLen[k]), timeMs);
     if (r == null) { fate[k - op.manyStart] = 2; continue; }
     fate[k - op.manyStart] = 1;
+    if (rows > 0) putByte(0x2c);
     putRow(r, 5 + op.nsLen, true);
     rows++;
     countBytes(rowValueLen(r));
   }
-  store<u32>(outputPtr + countAt, rows);
-  let missingAt = outputLen;
-  putU32(0);
-  let missing: u32 = 0;
+  putText(MISSING);
+  let missing = 0;
   for (let i = 0; i < op.manyCount; i++) {
     if (fate[i] != 2) continue;
-    putBytes(unchecked(manyPtr[op.manyStart + i]), <usize>unchecked(manyLen[op.manyStart + i]));
+    if (missing > 0) putByte(0x2c);
+    putJsonString(unchecked(manyPtr[op.manyStart + i]), unchecked(manyLen[op.manyStart + i]));
     missing++;
   }
-  store<u32>(outputPtr + missingAt, missing);
-  putU8(truncated ? 1 : 0);
+  putText(TRUNCATED);
+  putBool(truncated);
+  putByte(0x7d);
 }
 
 /** Scratch holding the store-key form of the current prefix. */
@@ -138,9 +170,7 @@ export function emitGetPrefix(op: Op, tid: i32, timeMs: i64): void {
   }
   let keysOnly = (op.flags & FLAG_KEYS_ONLY) != 0;
   let userOff = 5 + op.nsLen;
-  putU8(RES_GET_PREFIX);
-  let countAt = outputLen;
-  putU32(0);
+  putText(ROWS);
   let rows: i32 = 0;
   let truncated = false;
   let last: Row | null = null;
@@ -152,6 +182,7 @@ export function emitGetPrefix(op: Op, tid: i32, timeMs: i64): void {
         op.afterPtr, op.afterLen) == 0);
     if (!skip) {
       if (rows >= op.limit || stopped) { truncated = true; break; }
+      if (rows > 0) putByte(0x2c);
       putRow(r, userOff, !keysOnly);
       if (!keysOnly) countBytes(rowValueLen(r));
       rows++;
@@ -159,20 +190,23 @@ export function emitGetPrefix(op: Op, tid: i32, timeMs: i64): void {
     }
     tree.advance();
   }
-  store<u32>(outputPtr + countAt, <u32>rows);
-  putU8(truncated ? 1 : 0);
+  putByte(0x5d);
+  putText(TRUNCATED_BARE);
+  putBool(truncated);
+  putText(NEXT_AFTER);
   emitNextAfter(op, truncated, last, userOff);
+  putByte(0x7d);
 }
 
+/** The last row's key when truncated; a page cut before its first row gives `after`. */
 function emitNextAfter(op: Op, truncated: bool, last: Row | null, userOff: i32): void {
-  if (!truncated) { putU8(0); return; }
-  if (last != null) {
-    putU8(1);
-    putBytes(rowKeyPtr(last) + <usize>userOff, <usize>(rowKeyLen(last) - userOff));
+  if (!truncated) {
+    putNull();
+  } else if (last != null) {
+    putJsonString(rowKeyPtr(last) + <usize>userOff, rowKeyLen(last) - userOff);
   } else if (op.afterLen > 0) {
-    putU8(1);
-    putBytes(op.afterPtr, <usize>op.afterLen);
+    putJsonString(op.afterPtr, op.afterLen);
   } else {
-    putU8(0);
+    putNull();
   }
 }

@@ -7,13 +7,14 @@
  */
 import { SNAPSHOT_MAGIC, FORMAT_VERSION, TENANT_BYTES_MAX, SAFE_INTEGER_MAX } from './abi';
 import {
-  Reader, putU8, putU32, putI64, putBytes, reserveRaw, reserveOutput,
+  Reader, putU8, putU32, putI64, putBytes, reserveRaw, reserveOutput, outputPtr, outputLen,
 } from './buffers';
 import {
   Row, ROW_HEADER_BYTES, rowKeyPtr, rowKeyLen, rowVersion, rowExpiresAt, rowUpdatedAt,
   rowTenant, rowDead, rowValuePtr, rowValueLen, compareBytes, EXPIRES_NEVER,
 } from './row';
 import { Tree } from './tree';
+import { writeDedup, readDedup, installDedup, DedupTable } from './dedup';
 import {
   tree, tenants, Tenant, Quota, lastVersion, appliedIndex, lastTimeMs, paused, resetState,
 } from './state';
@@ -44,6 +45,7 @@ export function writeSnapshot(): void {
     putBytes(changetype<usize>(t.nameBytes), <usize>t.nameBytes.byteLength);
     putQuota(t.quota);
   }
+  writeDedupSection();
   putI64(<i64>tree.count);
   let rowBytes: usize = 0;
   tree.seekFirst();
@@ -58,6 +60,24 @@ export function writeSnapshot(): void {
     putBytes(changetype<usize>(r), <usize>r.byteLength);
     tree.advance();
   }
+}
+
+/** The dedup table (dedup.ts) as `u32 sectionBytes, table`; since format version 2. */
+function writeDedupSection(): void {
+  let lenAt = reserveRaw(4) - outputPtr;
+  let start = outputLen;
+  writeDedup();
+  store<u32>(outputPtr + lenAt, <u32>(outputLen - start));
+}
+
+/** Reads the section `writeDedupSection` wrote (a version 1 snapshot has none: empty). */
+function readDedupSection(rd: Reader, formatVersion: u32): DedupTable | null {
+  if (formatVersion == 1) return new DedupTable();
+  let p = rd.bytes(<u32>i32.MAX_VALUE, 'dedup section');
+  if (rd.failed) return null;
+  let section = new Reader(p, <usize>rd.lastLen);
+  let table = readDedup(section);
+  return table != null && section.pos == section.end ? table : null;
 }
 
 /** -1 (unlimited) or a safe non-negative integer. */
@@ -118,7 +138,10 @@ function rowOk(r: Row, tenantCount: i32, version: i64, time: i64, prev: Row | nu
 /** Replaces the whole state from snapshot bytes; returns an empty string or why not. */
 export function readSnapshot(rd: Reader): string {
   if (rd.u32() != <u32>SNAPSHOT_MAGIC) return 'not a snapshot';
-  if (rd.u32() != <u32>FORMAT_VERSION) return 'unknown snapshot format';
+  let formatVersion = rd.u32();
+  if (formatVersion != 1 && formatVersion != <u32>FORMAT_VERSION) {
+    return 'unknown snapshot format';
+  }
   let index = rd.i64(), time = rd.i64(), version = rd.i64();
   let p = rd.u8();
   if (index < 0 || index > SAFE_INTEGER_MAX || time < 0 || time > SAFE_INTEGER_MAX ||
@@ -126,6 +149,8 @@ export function readSnapshot(rd: Reader): string {
     return 'bad snapshot header';
   }
   let ts = readTenants(rd);
+  let dedup = readDedupSection(rd, formatVersion);
+  if (dedup == null) return rd.failed ? rd.why : 'bad dedup section';
   let count = rd.i64();
   if (rd.failed) return rd.why;
   if (count < 0 || count > <i64>(rd.end - rd.pos)) return 'bad row count';
@@ -146,6 +171,7 @@ export function readSnapshot(rd: Reader): string {
   let t = new Tree();
   t.build(rows);
   resetState(t, ts, version, index, time, p == 1);
+  installDedup(dedup);
   return '';
 }
 

@@ -16,7 +16,8 @@ import { cpus } from 'node:os';
 import { Bench } from 'tinybench';
 
 import { encodeCommand } from '../host/machine/codec.js';
-import type { ApplyOutcome, Command, KvCall, KvOp } from '../host/machine/commands.js';
+import type { CallOutcome, Command, KvCall, KvOp } from '../host/machine/commands.js';
+import { outcomeOf } from '../test/model/answers.js';
 import { DEFAULT_TENANT } from '../host/machine/commands.js';
 import { StateMachine } from '../host/machine/state-machine.js';
 import { ReferenceModel } from '../test/model/reference-model.js';
@@ -39,22 +40,34 @@ const PAGE_ROWS = 100;
 const keyOf = (i: number): string => `user:${i.toString().padStart(8, '0')}`;
 
 
+/** One side of the comparison; a call's outcome is read back from the machine's answer. */
 interface Target {
-  apply(command: Command, bytes: Uint8Array): ApplyOutcome;
+  apply(command: Command, bytes: Uint8Array): CallOutcome | null;
+  /** What the timed loops run: the machine's answer as it is, unread. */
   read(call: KvCall): unknown;
+  readOutcome(call: KvCall): CallOutcome;
 }
 
 function wasmTarget(m: StateMachine, clock: { index: number; now: number }): Target {
   return {
-    apply: (_c, bytes) => m.apply(++clock.index, ++clock.now, bytes),
+    apply: (c, bytes) => {
+      const out = m.apply(++clock.index, ++clock.now, bytes);
+      if (out.kind !== 'call' || out.answer === null || c.kind !== 'call') return null;
+      return outcomeOf(c.call, out.answer);
+    },
     read: (call) => m.read(call, clock.now),
+    readOutcome: (call) => outcomeOf(call, m.read(call, clock.now)),
   };
 }
 
 function modelTarget(m: ReferenceModel, clock: { index: number; now: number }): Target {
   return {
-    apply: (c) => m.apply(++clock.index, ++clock.now, c),
+    apply: (c) => {
+      const out = m.apply(++clock.index, ++clock.now, c);
+      return out.kind === 'call' ? out.outcome : null;
+    },
     read: (call) => m.read(call, clock.now),
+    readOutcome: (call) => m.read(call, clock.now),
   };
 }
 
@@ -138,8 +151,8 @@ async function writeFigures(t: Target, keys: number, label: string, cas: boolean
         const ops = ks.map((k) => putOp(keyOf(k), versions[k]!));
         const c = call(ops);
         const res = t.apply(c, encodeCommand(c));
-        if (res.kind !== 'call' || res.outcome.status !== 'ok') throw new Error('CAS call');
-        res.outcome.results.forEach((r, j) => {
+        if (res === null || res.status !== 'ok') throw new Error('CAS call');
+        res.results.forEach((r, j) => {
           if (r.kind !== 'write' || !r.applied) throw new Error('CAS lost');
           versions[ks[j]!] = r.version;
         });
@@ -154,11 +167,11 @@ function versionsOf(t: Target, keys: number): Float64Array {
   const v = new Float64Array(keys);
   let after = '';
   for (let pages = 0; pages <= keys / 1000 + 1; pages++) {
-    const res = t.read({ tenant: DEFAULT_TENANT, readBytesCeiling: CEILING, ops: [{
-      op: 'getPrefix', ns: NS, prefix: 'user:', after, limit: 1000, keysOnly: true }] }) as
-      { status: string; results: Array<{ rows: Array<{ key: string; version: number }>;
-        nextAfter: string | null }> };
+    const res = t.readOutcome({ tenant: DEFAULT_TENANT, readBytesCeiling: CEILING, ops: [{
+      op: 'getPrefix', ns: NS, prefix: 'user:', after, limit: 1000, keysOnly: true }] });
+    if (res.status !== 'ok') throw new Error('versions read');
     const page = res.results[0]!;
+    if (page.kind !== 'getPrefix') throw new Error('versions page');
     for (const row of page.rows) v[Number(row.key.slice(5))] = row.version;
     if (page.nextAfter === null) break;
     after = page.nextAfter;

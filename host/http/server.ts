@@ -9,7 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import HyperExpress from 'hyper-express';
 import type { Request, Response } from 'hyper-express';
-import type { CallOutcome, KvCall } from '../machine/commands.js';
+import type { CallAnswer, KvCall } from '../machine/commands.js';
 import { isWriteOp } from '../machine/commands.js';
 import type { NodeConfig } from '../node/config.js';
 import type { KvService } from '../node/service.js';
@@ -18,10 +18,9 @@ import { answerOperator, type OperatorDeps } from './operator.js';
 import type {
   Access, Authenticator, RateLimiter, RequestLogger, RequestMetrics, TenantResolver,
 } from './guards.js';
-import { renderCallOutcome } from './render.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import {
-  renderEmptyTransaction, renderTransactionOutcome, validateTransactionBody,
+  renderEmptyTransaction, validateTransactionBody,
 } from './transaction.js';
 import {
   parseJsonBody, validateKvBody, validatePathCall, validateQuotaSettings, validateTenantSegment,
@@ -59,13 +58,20 @@ const JSON_TYPE = 'application/json';
 const EMPTY_RESULTS = '{"results":[]}';
 const TENANT_HEADER = 'x-queen-tenant';
 
-/** A 200-class answer; refusals travel as `KvError`. */
+/**
+ * An answer to send as it is: the host's own, or one the machine rendered (a machine answer
+ * may be a refusal decided when the entry applied, with its `reason` for metrics and logs);
+ * refusals the host decides travel as `KvError`.
+ */
 interface Reply {
   readonly status: number;
   readonly body: string | Buffer;
   readonly contentType: string;
   /** `ETag` value, quotes included, or null. */
   readonly etag: string | null;
+  readonly retryAfterSeconds?: number | null;
+  /** The `reason` of a refusal the machine rendered, for metrics and the log line. */
+  readonly refusalReason?: string | null;
   /** More headers (the console's caching and security policy). */
   readonly headers?: Readonly<Record<string, string>> | null;
 }
@@ -239,7 +245,7 @@ class HttpApp {
       const call = validateKvBody(parseJsonBody(text ?? ''), tenant, limits);
       if (isKvError(call)) return call;
       if (call.ops.length === 0) return reply(EMPTY_RESULTS);
-      return this.callTracked(call, 'kv', this.batchAnswer);
+      return this.callTracked(call, 'kv');
     }
     if (route.id === 'kvPath') {
       const slash = route.rest.indexOf('/');
@@ -252,35 +258,16 @@ class HttpApp {
       const method = exchange.method as PathMethod;
       const call = validatePathCall(method, target, body, tenant, limits);
       if (isKvError(call)) return call;
-      return this.callTracked(call, 'kv', method === 'GET' ? this.getAnswer : this.singleAnswer);
+      return this.callTracked(call, 'kv');
     }
     const call = validateTransactionBody(parseJsonBody(text ?? ''), tenant, limits,
       randomUUID());
     if (isKvError(call)) return call;
-    return this.callTracked(call, 'transaction', this.transactionAnswer);
+    return this.callTracked(call, 'transaction');
   }
 
-  private readonly batchAnswer = (call: KvCall, outcome: CallOutcome): Answer =>
-    asAnswer(renderCallOutcome(call, outcome, 'batch'));
-
-  private readonly singleAnswer = (call: KvCall, outcome: CallOutcome): Answer =>
-    asAnswer(renderCallOutcome(call, outcome, 'single'));
-
-  /** A found `get` carries `ETag: "<version>"` (kv-routes.md). */
-  private readonly getAnswer = (call: KvCall, outcome: CallOutcome): Answer => {
-    const rendered = renderCallOutcome(call, outcome, 'single');
-    if (isKvError(rendered)) return rendered;
-    const result = outcome.status === 'ok' ? outcome.results[0] : undefined;
-    const etag = result?.kind === 'get' && result.found ? '"' + result.version + '"' : null;
-    return reply(rendered, 200, JSON_TYPE, etag);
-  };
-
-  private readonly transactionAnswer = (call: KvCall, outcome: CallOutcome): Answer =>
-    asAnswer(renderTransactionOutcome(call, outcome, call.transactionId ?? randomUUID()));
-
   /** Counts the call as in flight from a received body to a rendered answer (for drain). */
-  private async callTracked(call: KvCall, wire: Wire,
-    render: (call: KvCall, outcome: CallOutcome) => Answer): Promise<Answer> {
+  private async callTracked(call: KvCall, wire: Wire): Promise<Answer> {
     this.inFlight++;
     try {
       if (wire === 'transaction' && call.ops.length === 0) {
@@ -294,7 +281,7 @@ class HttpApp {
         return kvError('kv_unavailable', result.reason, result.detail,
           { retryAfterSeconds: result.retryAfterSeconds });
       }
-      return render(call, result.value);
+      return machineReply(result.value);
     } finally {
       this.inFlight--;
       if (this.inFlight === 0) this.wakeDrainers();
@@ -381,6 +368,8 @@ class HttpApp {
     } else {
       res.header('content-type', answer.contentType);
       if (answer.etag !== null) res.header('etag', answer.etag);
+      const retryAfter = answer.retryAfterSeconds ?? null;
+      if (retryAfter !== null) res.header('retry-after', String(retryAfter));
       for (const [name, value] of Object.entries(answer.headers ?? {})) res.header(name, value);
       res.send(bodyless ? '' : answer.body);
     }
@@ -392,7 +381,7 @@ class HttpApp {
     // Only the methods a route takes become labels: any other spelling would be unbounded.
     const method = exchange.route?.methodAllowed === true ? exchange.method : 'OTHER';
     this.deps.metrics.observeRequest(label, method, status, seconds);
-    const reason = answer instanceof KvError ? answer.reason : null;
+    const reason = answer instanceof KvError ? answer.reason : answer.refusalReason ?? null;
     if (reason !== null) this.deps.metrics.refusal(reason);
     const fields = {
       requestId: exchange.requestId,
@@ -436,8 +425,31 @@ class HttpApp {
   }
 }
 
-function asAnswer(rendered: string | KvError): Answer {
-  return isKvError(rendered) ? rendered : reply(rendered);
+/**
+ * The machine's answer as a reply: sent as it is. A refusal decided when the entry applied
+ * (paused, no grant, over quota) names its reason in its body, read back for metrics; a
+ * command the machine refused is a host bug, a logged 500.
+ */
+function machineReply(answer: CallAnswer): Answer {
+  if ('invalid' in answer) {
+    return kvError('internal_error', 'kv_invalid_command',
+      'the state machine refused a command the host validated: ' + answer.invalid);
+  }
+  const etag = answer.etagVersion === null ? null : '"' + answer.etagVersion + '"';
+  const body = Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
+  return { status: answer.status, body, contentType: JSON_TYPE, etag,
+    retryAfterSeconds: answer.retryAfterSeconds,
+    refusalReason: answer.status === 200 ? null : reasonIn(answer.body) };
+}
+
+function reasonIn(body: Uint8Array): string {
+  try {
+    const parsed = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+      .toString('utf8')) as { reason?: unknown };
+    return typeof parsed.reason === 'string' ? parsed.reason : 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 function unavailable(result: { reason: string; detail: string;

@@ -5,7 +5,7 @@
  */
 
 /** Bumped whenever a command, result or snapshot layout changes. */
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 
 // Command kinds (first byte of a command).
 export const CMD_CALL_V1 = 1;
@@ -52,20 +52,7 @@ export const OUT_ADMIN = 3;
 export const OUT_NOOP = 4;
 export const OUT_INVALID = 5;
 
-// Call statuses.
-export const STATUS_OK = 0;
-export const STATUS_PRECONDITION = 1;
-export const STATUS_PAUSED = 2;
-export const STATUS_NOT_GRANTED = 3;
-export const STATUS_QUOTA_EXCEEDED = 4;
-export const STATUS_INVALID = 5;
 
-// Result element kinds.
-export const RES_GET_FOUND = 1;
-export const RES_GET_MISSING = 2;
-export const RES_GET_MANY = 3;
-export const RES_GET_PREFIX = 4;
-export const RES_WRITE = 5;
 
 // Reasons (0 = none, the op applied).
 export const REASON_NONE = 0;
@@ -75,8 +62,6 @@ export const REASON_VERSION = 3;
 export const REASON_LIMIT = 4;
 export const REASON_TYPE = 5;
 
-/** expiresAt on the wire for a `forever` key (a real expiry is never negative). */
-export const EXPIRES_NEVER_WIRE = -1;
 /** Quota limit on the wire meaning "unlimited" (null). */
 export const LIMIT_NONE_WIRE = -1;
 
@@ -93,6 +78,23 @@ export const VALUE_BYTES_MAX = 1048576;
 export const DECIMAL_EXPONENT_ABS_MAX = 1000;
 /** Largest version, expiry or time the machine accepts or produces: 2^53 - 1. */
 export const SAFE_INTEGER_MAX = 9007199254740991;
+
+// Answers (docs/codec.md, "Answers"): u16 status, u8 flags, i64 etagVersion,
+// u32 retryAfterSeconds, u32 bodyLen, body.
+export const ANSWER_ETAG = 1;
+export const ANSWER_RETRY_AFTER = 2;
+export const ANSWER_HEADER_BYTES = 19;
+
+// Log entries (docs/codec.md, "Entries"): their type, and the envelope of a normal entry.
+export const ENTRY_NORMAL = 1;
+export const ENTRY_EMPTY = 2;
+/** First byte of an entry's envelope: u8 version, u8 idLen, id, u32 incarnation, u64 seq. */
+export const ENVELOPE_FORMAT_VERSION = 1;
+export const ORIGIN_ID_BYTES_MAX = 64;
+/** Sequence numbers of one origin remembered below its highest one. */
+export const DEDUP_WINDOW = 4096;
+/** Origins (node incarnations) remembered; the least recently applied is forgotten first. */
+export const DEDUP_ORIGINS_MAX = 64;
 
 // Snapshot framing.
 export const SNAPSHOT_MAGIC = 0x4b564948; // "HIVK" little-endian

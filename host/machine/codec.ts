@@ -10,15 +10,11 @@ import {
   CMD_CALL, CMD_SWEEP, CMD_SET_QUOTA, CMD_SET_PAUSED, CMD_NOOP, OP_GET, OP_GET_MANY,
   OP_GET_PREFIX, OP_CHECK, OP_PUT, OP_DELETE, OP_INCR, FLAG_REQUIRED, FLAG_HAS_EXPECT,
   FLAG_FOREVER, FLAG_KEYS_ONLY, FLAG_PUT_IF_ABSENT, FLAG_HAS_MIN, FLAG_HAS_MAX,
-  CALL_REQUIRE_GRANT, OUT_CALL, OUT_SWEEP, OUT_ADMIN, OUT_NOOP, OUT_INVALID, STATUS_OK,
-  STATUS_PRECONDITION, STATUS_PAUSED, STATUS_NOT_GRANTED, STATUS_QUOTA_EXCEEDED,
-  STATUS_INVALID, RES_GET_FOUND, RES_GET_MISSING, RES_GET_MANY, RES_GET_PREFIX, RES_WRITE,
-  REASON_EXISTS, REASON_ABSENT, REASON_VERSION, REASON_LIMIT, REASON_TYPE,
-  EXPIRES_NEVER_WIRE, LIMIT_NONE_WIRE, SHAPE_BATCH, SHAPE_SINGLE, SHAPE_TRANSACTION,
+  CALL_REQUIRE_GRANT, OUT_CALL, OUT_SWEEP, OUT_ADMIN, OUT_NOOP, OUT_INVALID, LIMIT_NONE_WIRE,
+  SHAPE_BATCH, SHAPE_SINGLE, SHAPE_TRANSACTION, ANSWER_ETAG, ANSWER_RETRY_AFTER,
 } from './abi.js';
 import type {
-  ApplyOutcome, CallFlags, CallOutcome, Command, Expiry, KvCall, KvOp, KvReason, OpResult,
-  QuotaSettings, Row,
+  Answer, ApplyOutcome, CallFlags, Command, Expiry, KvCall, KvOp, QuotaSettings,
 } from './commands.js';
 import { assertNever } from './commands.js';
 
@@ -208,14 +204,6 @@ function writeOp(w: ByteWriter, op: KvOp): void {
 
 // ---- decoding the machine's output ----
 
-const REASONS: readonly (KvReason | null)[] = [null, 'exists', 'absent', 'version', 'limit',
-  'type'];
-if (REASONS[REASON_EXISTS] !== 'exists' || REASONS[REASON_ABSENT] !== 'absent' ||
-  REASONS[REASON_VERSION] !== 'version' || REASONS[REASON_LIMIT] !== 'limit' ||
-  REASONS[REASON_TYPE] !== 'type') {
-  throw new Error('reason table out of step with abi.ts');
-}
-
 /** Reads the machine's output; every read is bounds-checked by the typed array itself. */
 export class ByteReader {
   private readonly view: DataView;
@@ -232,10 +220,34 @@ export class ByteReader {
     return this.view.getUint8(this.pos++);
   }
 
+  u16(): number {
+    const v = this.view.getUint16(this.pos, true);
+    this.pos += 2;
+    return v;
+  }
+
   u32(): number {
     const v = this.view.getUint32(this.pos, true);
     this.pos += 4;
     return v;
+  }
+
+  /** The next `n` bytes, copied. */
+  bytesCopy(n: number): Uint8Array {
+    const end = this.pos + n;
+    if (end > this.buf.length) throw new Error('machine output: bytes past the end');
+    const copy = this.buf.slice(this.pos, end);
+    this.pos = end;
+    return copy;
+  }
+
+  /** The next `n` bytes as a view (valid until the machine's next call). */
+  bytesView(n: number): Uint8Array {
+    const end = this.pos + n;
+    if (end > this.buf.length) throw new Error('machine output: bytes past the end');
+    const view = this.buf.subarray(this.pos, end);
+    this.pos = end;
+    return view;
   }
 
   i64(): number {
@@ -261,110 +273,52 @@ export class ByteReader {
   }
 }
 
-function reasonOf(code: number): KvReason | null {
-  const r = REASONS[code];
-  if (r === undefined) throw new Error(`machine output: unknown reason ${code}`);
-  return r;
+/** The fixed header before an answer's body (docs/codec.md, "Answers"). */
+export interface AnswerHeader {
+  readonly status: number;
+  readonly etagVersion: number | null;
+  readonly retryAfterSeconds: number | null;
+  readonly bodyLength: number;
 }
 
-function expiresOf(v: number): number | null {
-  return v === EXPIRES_NEVER_WIRE ? null : v;
+/** Reads an answer header at the reader's position and steps past it (not the body). */
+export function readAnswerHeader(r: ByteReader): AnswerHeader {
+  const status = r.u16();
+  const flags = r.u8();
+  const etag = r.i64();
+  const retryAfter = r.u32();
+  const bodyLength = r.u32();
+  return {
+    status,
+    etagVersion: (flags & ANSWER_ETAG) !== 0 ? etag : null,
+    retryAfterSeconds: (flags & ANSWER_RETRY_AFTER) !== 0 ? retryAfter : null,
+    bodyLength,
+  };
 }
 
-function readRow(r: ByteReader): Row {
-  const key = r.str();
-  const valueJson = r.u8() === 1 ? r.str() : null;
-  const version = r.i64();
-  const expiresAtMs = expiresOf(r.i64());
-  const updatedAtMs = r.i64();
-  return { key, valueJson, version, expiresAtMs, updatedAtMs };
+/** An answer with a copy of its body, independent of wasm memory. */
+export function readAnswer(r: ByteReader): Answer {
+  const header = readAnswerHeader(r);
+  const body = r.bytesCopy(header.bodyLength);
+  return { status: header.status, etagVersion: header.etagVersion,
+    retryAfterSeconds: header.retryAfterSeconds, body };
 }
 
-function readResult(r: ByteReader): OpResult {
-  const kind = r.u8();
-  switch (kind) {
-    case RES_GET_FOUND: {
-      const key = r.str();
-      const valueJson = r.str();
-      const version = r.i64();
-      const expiresAtMs = expiresOf(r.i64());
-      const updatedAtMs = r.i64();
-      return { kind: 'get', found: true, key, valueJson, version, expiresAtMs, updatedAtMs };
-    }
-    case RES_GET_MISSING:
-      return { kind: 'get', found: false, key: r.str() };
-    case RES_GET_MANY: {
-      const rows: Row[] = [];
-      for (let n = r.u32(); n > 0; n--) rows.push(readRow(r));
-      const missing: string[] = [];
-      for (let n = r.u32(); n > 0; n--) missing.push(r.str());
-      return { kind: 'getMany', rows, missing, truncated: r.u8() === 1 };
-    }
-    case RES_GET_PREFIX: {
-      const rows: Row[] = [];
-      for (let n = r.u32(); n > 0; n--) rows.push(readRow(r));
-      const truncated = r.u8() === 1;
-      const nextAfter = r.u8() === 1 ? r.str() : null;
-      return { kind: 'getPrefix', rows, truncated, nextAfter };
-    }
-    case RES_WRITE: {
-      const applied = r.u8() === 1;
-      const reason = reasonOf(r.u8());
-      const key = r.str();
-      const valueJson = r.str();
-      const version = r.i64();
-      return { kind: 'write', applied, reason, key, valueJson, version };
-    }
-    default:
-      throw new Error(`machine output: unknown result kind ${kind}`);
-  }
-}
-
-/** Decodes a call outcome (after the OUT_CALL byte). */
-export function readCallOutcome(r: ByteReader): CallOutcome {
-  const status = r.u8();
-  switch (status) {
-    case STATUS_OK: {
-      const results: OpResult[] = [];
-      for (let n = r.u32(); n > 0; n--) results.push(readResult(r));
-      return { status: 'ok', results };
-    }
-    case STATUS_PRECONDITION: {
-      const failedIndex = r.u32();
-      const kvReason = reasonOf(r.u8());
-      if (kvReason === null) throw new Error('machine output: precondition without reason');
-      const valueJson = r.str();
-      const version = r.i64();
-      return { status: 'precondition', failedIndex, kvReason, version, valueJson };
-    }
-    case STATUS_PAUSED: return { status: 'paused' };
-    case STATUS_NOT_GRANTED: return { status: 'notGranted' };
-    case STATUS_QUOTA_EXCEEDED: return { status: 'quotaExceeded' };
-    case STATUS_INVALID: return { status: 'invalid', detail: r.str() };
-    default:
-      throw new Error(`machine output: unknown status ${status}`);
-  }
-}
-
-/** Decodes the whole output of `apply`. */
+/** Decodes the output of `apply`, answers copied out of wasm memory. */
 export function decodeApplyOutput(bytes: Uint8Array): ApplyOutcome {
   const r = new ByteReader(bytes);
-  const kind = r.u8();
-  let out: ApplyOutcome;
-  if (kind === OUT_CALL) out = { kind: 'call', outcome: readCallOutcome(r) };
-  else if (kind === OUT_SWEEP) out = { kind: 'sweep', removedKeys: r.i64() };
-  else if (kind === OUT_ADMIN) out = { kind: 'admin' };
-  else if (kind === OUT_NOOP) out = { kind: 'noop' };
-  else if (kind === OUT_INVALID) out = { kind: 'invalid', detail: r.str() };
-  else throw new Error(`machine output: unknown outcome kind ${kind}`);
+  const out = readApplyOutcome(r, true);
   if (!r.done) throw new Error('machine output: trailing bytes');
   return out;
 }
 
-/** Decodes the output of `read`: a call outcome, or `invalid`. */
-export function decodeReadOutput(bytes: Uint8Array): CallOutcome {
-  const out = decodeApplyOutput(bytes);
-  if (out.kind === 'call') return out.outcome;
-  if (out.kind === 'invalid') return { status: 'invalid', detail: out.detail };
-  throw new Error(`machine output: unexpected ${out.kind} from read`);
+/** One outcome as `apply` writes it; `answered` says whether a call carries its answer. */
+export function readApplyOutcome(r: ByteReader, answered: boolean): ApplyOutcome {
+  const kind = r.u8();
+  if (kind === OUT_CALL) return { kind: 'call', answer: answered ? readAnswer(r) : null };
+  if (kind === OUT_SWEEP) return { kind: 'sweep', removedKeys: r.i64() };
+  if (kind === OUT_ADMIN) return { kind: 'admin' };
+  if (kind === OUT_NOOP) return { kind: 'noop' };
+  if (kind === OUT_INVALID) return { kind: 'invalid', detail: r.str() };
+  throw new Error(`machine output: unknown outcome kind ${kind}`);
 }

@@ -210,8 +210,26 @@ export type Command =
   /** A new leader's empty entry (Raft §5.4.2, §8): applies nothing. */
   | { readonly kind: 'noop' };
 
+/**
+ * What the machine answers a call with, ready to send: the HTTP status, the `ETag` and
+ * `Retry-After` headers where there are any, and the JSON body (docs/codec.md, "Answers").
+ * The body is the text host/http/render.ts would write for the same `CallOutcome`.
+ */
+export interface Answer {
+  readonly status: number;
+  /** A found `get` on a path route: its version, sent as `ETag: "<version>"`. */
+  readonly etagVersion: number | null;
+  readonly retryAfterSeconds: number | null;
+  readonly body: Uint8Array;
+}
+
+/** A call's answer, or the machine's refusal of a malformed command (a host bug: a 500). */
+export type CallAnswer = Answer | { readonly invalid: string };
+
+/** What the machine decided about one applied entry. */
 export type ApplyOutcome =
-  | { readonly kind: 'call'; readonly outcome: CallOutcome }
+  /** `answer` is null when the machine was told not to answer (another node's entry). */
+  | { readonly kind: 'call'; readonly answer: Answer | null }
   | { readonly kind: 'sweep'; readonly removedKeys: number }
   | { readonly kind: 'admin' }
   | { readonly kind: 'noop' }

@@ -10,12 +10,16 @@ import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  ByteReader, ByteWriter, decodeApplyOutput, decodeReadOutput, writeCall,
+  ByteReader, ByteWriter, decodeApplyOutput, readAnswer, readAnswerHeader, readApplyOutcome,
+  writeCall, type AnswerHeader,
 } from './codec.js';
 import type {
-  ApplyOutcome, CallOutcome, KvCall, QuotaSettings, TenantUsage,
+  ApplyOutcome, CallAnswer, KvCall, QuotaSettings, TenantUsage,
 } from './commands.js';
-import { LIMIT_NONE_WIRE, SAFE_INTEGER_MAX } from './abi.js';
+import {
+  ENTRY_EMPTY, ENTRY_NORMAL, LIMIT_NONE_WIRE, OUT_CALL, OUT_INVALID, SAFE_INTEGER_MAX,
+} from './abi.js';
+import type { Entry } from '../core/raft/types.js';
 
 /** The wasm trapped (abort or unreachable): always a bug in the machine or the wrapper. */
 export class MachineTrapError extends Error {
@@ -41,11 +45,33 @@ interface WasmApi {
 }
 export const Wasm: WasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 
+/**
+ * Receives, in log order, what `applyEntries` decided about each entry. Views passed to it
+ * are into wasm memory and valid only during the call.
+ */
+export interface AppliedEntrySink {
+  /** This node proposed the call at `seq`: its answer, ready to send. */
+  answer(seq: number, header: AnswerHeader, body: Uint8Array): void;
+  /** This node proposed a non-call entry (sweep, admin) at `seq`; it applied. */
+  done(seq: number): void;
+  /** A pause or quota row changed. */
+  admin(): void;
+  swept(removedKeys: number): void;
+  /** The machine refused the entry's command: a bug in the host that proposed it. */
+  invalid(entryIndex: number, detail: string): void;
+}
+
+
+/** Bytes `applyEntries` frames around each entry's data. */
+const ENTRY_FRAME_BYTES = 8 + 8 + 1 + 4;
+
 interface Exports {
   memory: { readonly buffer: ArrayBuffer };
   inputRegion(bytes: number): number;
   outputRegion(): number;
   apply(len: number, indexLo: number, indexHi: number, timeLo: number, timeHi: number): number;
+  applyEntries(len: number): number;
+  setOrigin(len: number, incarnation: number): void;
   read(len: number, nowLo: number, nowHi: number): number;
   snapshot(): number;
   restore(len: number): number;
@@ -159,7 +185,7 @@ export class StateMachine {
   }
 
   /** Answers a read-only call at max(nowMs, lastTimeMs) without changing state. */
-  read(call: KvCall, nowMs: number): CallOutcome {
+  read(call: KvCall, nowMs: number): CallAnswer {
     assertSafeTime(nowMs, 'nowMs');
     const w = new ByteWriter(this.input(READ_INPUT_BYTES_INITIAL), (_cur, min) => {
       // The region keeps its bytes when it grows (realloc); take a fresh view over it.
@@ -167,7 +193,84 @@ export class StateMachine {
     });
     writeCall(w, call, { requireGrant: false });
     const len = this.guard('read', () => this.x.read(w.pos, lo32(nowMs), hi32(nowMs)));
-    return decodeReadOutput(this.output(len));
+    const r = new ByteReader(this.output(len));
+    const kind = r.u8();
+    if (kind === OUT_INVALID) return { invalid: r.str() };
+    if (kind !== OUT_CALL) throw new Error(`machine output: read answered kind ${kind}`);
+    return readAnswer(r);
+  }
+
+  /** This node's origin: `applyEntries` answers only the calls of entries it proposed. */
+  setOrigin(nodeId: string, incarnation: number): void {
+    const id = new TextEncoder().encode(nodeId);
+    this.input(id.length).set(id);
+    this.x.setOrigin(id.length, incarnation | 0);
+  }
+
+  /**
+   * Applies committed entries in one crossing of the boundary, in order, and tells `sink`
+   * what each decided (see AppliedEntrySink). Precondition: the first index is after
+   * appliedIndex and the indexes are consecutive (asserted).
+   */
+  applyEntries(entries: readonly Entry[], sink: AppliedEntrySink): void {
+    if (entries.length === 0) return;
+    this.writeEntries(entries);
+    const last = entries[entries.length - 1]!;
+    const len = this.guard('applyEntries', () => this.x.applyEntries(this.entriesBytes));
+    this.applied = last.index;
+    for (const entry of entries) this.lastTime = Math.max(this.lastTime, entry.timeMs);
+    const r = new ByteReader(this.output(len));
+    for (const entry of entries) this.readEntryOutcome(r, entry.index, sink);
+    if (!r.done) throw new Error('machine output: trailing bytes after the entries');
+  }
+
+  /** Bytes `writeEntries` last framed into the input region. */
+  private entriesBytes = 0;
+
+  private writeEntries(entries: readonly Entry[]): void {
+    let bytes = 4;
+    let expected = this.applied + 1;
+    for (const entry of entries) {
+      if (entry.index !== expected) {
+        throw new Error(`applyEntries: entry ${entry.index} where ${expected} was expected`);
+      }
+      assertSafeTime(entry.timeMs, 'timeMs');
+      expected++;
+      bytes += ENTRY_FRAME_BYTES + entry.data.length;
+    }
+    const input = this.input(bytes);
+    const view = new DataView(input.buffer, input.byteOffset, input.byteLength);
+    view.setUint32(0, entries.length, true);
+    let at = 4;
+    for (const entry of entries) {
+      view.setUint32(at, lo32(entry.index), true);
+      view.setUint32(at + 4, hi32(entry.index), true);
+      view.setUint32(at + 8, lo32(entry.timeMs), true);
+      view.setUint32(at + 12, hi32(entry.timeMs), true);
+      view.setUint8(at + 16, entry.type === 'normal' ? ENTRY_NORMAL : ENTRY_EMPTY);
+      view.setUint32(at + 17, entry.data.length, true);
+      input.set(entry.data, at + ENTRY_FRAME_BYTES);
+      at += ENTRY_FRAME_BYTES + entry.data.length;
+    }
+    this.entriesBytes = bytes;
+  }
+
+  private readEntryOutcome(r: ByteReader, entryIndex: number, sink: AppliedEntrySink): void {
+    const mine = r.u8() === 1;
+    const seq = mine ? r.i64() : 0;
+    const kind = r.u8();
+    if (kind === OUT_CALL) {
+      if (!mine) return;
+      const header = readAnswerHeader(r);
+      sink.answer(seq, header, r.bytesView(header.bodyLength));
+      return;
+    }
+    r.pos -= 1;
+    const outcome = readApplyOutcome(r, false);
+    if (outcome.kind === 'invalid') sink.invalid(entryIndex, outcome.detail);
+    if (outcome.kind === 'sweep' && outcome.removedKeys > 0) sink.swept(outcome.removedKeys);
+    if (outcome.kind === 'admin') sink.admin();
+    if (mine) sink.done(seq);
   }
 
   /** The whole state as bytes (a copy, independent of wasm memory). */

@@ -26,15 +26,17 @@ import type { Message } from '../core/raft/messages.js';
 import { decodeMessage, encodeMessage } from '../core/raft/message-codec.js';
 import type { Entry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import {
-  isWriteOp, type CallOutcome, type Command, type KvCall, type QuotaSettings,
+  isWriteOp, type CallAnswer, type Command, type KvCall, type QuotaSettings,
 } from '../machine/commands.js';
 import { encodeCommand } from '../machine/codec.js';
 import type { StateMachine } from '../machine/state-machine.js';
 import type { Storage } from '../storage/storage.js';
 import type { Transport } from '../transport/transport.js';
 import {
-  DedupTable, decodeEnvelope, encodeEnvelope, unwrapSnapshot, wrapSnapshot, type Origin,
+  encodeEnvelope, machineSnapshotOf, type Origin,
 } from './envelope.js';
+import type { AppliedEntrySink } from '../machine/state-machine.js';
+import type { AnswerHeader } from '../machine/codec.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
   KvService, NodeHealth, QuotaView, ServiceResult, Unavailable, UnavailableReason,
@@ -79,7 +81,8 @@ type Settle<T> = (result: ServiceResult<T>) => void;
 
 interface PendingWrite {
   readonly command: Command;
-  readonly settle: Settle<CallOutcome | null>;
+  /** Settled with the call's answer, or null for an entry that is not a call. */
+  readonly settle: Settle<CallAnswer | null>;
   /** Scheduler time after which the caller gets a 503 (outcome unknown). */
   readonly deadlineMs: number;
   /** Set once the core accepted (or forwarded) it; null while waiting for a leader. */
@@ -98,11 +101,9 @@ function unavailable(reason: UnavailableReason, detail: string): Unavailable {
   return { kind: 'unavailable', reason, detail, retryAfterSeconds: RETRY_AFTER_SECONDS };
 }
 
-const NOOP_COMMAND = encodeCommand({ kind: 'noop' });
 
 export class Replica implements KvService {
   private core!: RaftCore;
-  private dedup = new DedupTable();
   private readonly origin: Origin;
   private nextSeq = 1;
   private nextReadId = 1;
@@ -148,6 +149,7 @@ export class Replica implements KvService {
     private readonly deps: ReplicaDeps,
   ) {
     this.origin = { nodeId: options.id, incarnation: options.incarnation };
+    deps.machine.setOrigin(options.id, options.incarnation);
   }
 
   /** Recovers the log and the machine, joins the cluster and starts the timers. */
@@ -184,7 +186,7 @@ export class Replica implements KvService {
 
   // ---------------------------------------------------------------- KvService
 
-  execute(call: KvCall): Promise<ServiceResult<CallOutcome>> {
+  execute(call: KvCall): Promise<ServiceResult<CallAnswer>> {
     if (!call.ops.some(isWriteOp)) {
       return this.linearizableRead(() => this.deps.machine.read(call, this.readTimeMs()));
     }
@@ -192,9 +194,7 @@ export class Replica implements KvService {
     return this.write({ kind: 'call', call, flags }).then((result) => {
       if (result.kind !== 'done') return result;
       const outcome = result.value;
-      if (outcome === null) {
-        return { kind: 'done', value: { status: 'invalid', detail: 'entry applied no call' } };
-      }
+      if (outcome === null) return { kind: 'done', value: { invalid: 'entry applied no call' } };
       return { kind: 'done', value: outcome };
     });
   }
@@ -299,7 +299,7 @@ export class Replica implements KvService {
 
   // ---------------------------------------------------------------- requests
 
-  private write(command: Command): Promise<ServiceResult<CallOutcome | null>> {
+  private write(command: Command): Promise<ServiceResult<CallAnswer | null>> {
     return new Promise((resolve) => {
       const refusal = this.admissionRefusal(true);
       if (refusal !== null) return resolve(refusal);
@@ -588,43 +588,48 @@ export class Replica implements KvService {
   }
 
   private restoreSnapshot(snapshot: Snapshot): void {
-    const { dedup, machine } = unwrapSnapshot(snapshot.data);
-    this.deps.machine.restore(machine);
+    this.deps.machine.restore(machineSnapshotOf(snapshot.data));
     this.forgetAdminState();
-    this.dedup = dedup;
     this.snapshotIndex = snapshot.meta.index;
     this.appliedTerm = snapshot.meta.term;
     this.logBytesSinceSnapshot = 0;
   }
 
+  /** Applies committed entries in one crossing; the sink hears what each decided. */
   private applyCommitted(entries: readonly Entry[]): void {
     const { machine } = this.deps;
-    for (const entry of entries) {
-      if (entry.index <= machine.appliedIndex) continue;
-      this.appliedTerm = entry.term;
-      const envelope = entry.type === 'normal' ? decodeEnvelope(entry.data) : null;
-      if (envelope === null || !this.dedup.admit(envelope, entry.index)) {
-        machine.apply(entry.index, entry.timeMs, NOOP_COMMAND);
-        continue;
-      }
-      const outcome = machine.apply(entry.index, entry.timeMs, envelope.command);
-      if (outcome.kind === 'admin') this.forgetAdminState();
-      if (outcome.kind === 'sweep' && outcome.removedKeys > 0) {
-        this.deps.onSwept?.(outcome.removedKeys);
-      }
-      if (outcome.kind === 'invalid') {
-        throw new Error(`entry ${entry.index} was refused by the machine: ${outcome.detail}`);
-      }
-      const mine = envelope.origin.nodeId === this.origin.nodeId &&
-        envelope.origin.incarnation === this.origin.incarnation;
-      const pending = mine ? this.writesBySeq.get(envelope.seq) : undefined;
-      if (pending !== undefined) {
-        this.writesBySeq.delete(envelope.seq);
-        pending.settle({ kind: 'done', value: outcome.kind === 'call' ? outcome.outcome : null });
-      }
-    }
-    if (entries.length > 0) this.deps.onApplied?.(machine.appliedIndex);
+    let first = 0;
+    while (first < entries.length && entries[first]!.index <= machine.appliedIndex) first++;
+    if (first === entries.length) return;
+    const fresh = first === 0 ? entries : entries.slice(first);
+    machine.applyEntries(fresh, this.appliedSink);
+    this.appliedTerm = fresh[fresh.length - 1]!.term;
+    this.deps.onApplied?.(machine.appliedIndex);
   }
+
+  /** What `applyEntries` reports, turned into answers to this node's waiting callers. */
+  private readonly appliedSink: AppliedEntrySink = {
+    answer: (seq: number, header: AnswerHeader, body: Uint8Array) => {
+      const pending = this.writesBySeq.get(seq);
+      if (pending === undefined) return;
+      this.writesBySeq.delete(seq);
+      // The body is a view of wasm memory: copied, since the caller answers after this turn.
+      pending.settle({ kind: 'done', value: { status: header.status,
+        etagVersion: header.etagVersion, retryAfterSeconds: header.retryAfterSeconds,
+        body: body.slice() } });
+    },
+    done: (seq: number) => {
+      const pending = this.writesBySeq.get(seq);
+      if (pending === undefined) return;
+      this.writesBySeq.delete(seq);
+      pending.settle({ kind: 'done', value: null });
+    },
+    admin: () => this.forgetAdminState(),
+    swept: (removedKeys: number) => this.deps.onSwept?.(removedKeys),
+    invalid: (entryIndex: number, detail: string) => {
+      throw new Error(`entry ${entryIndex} was refused by the machine: ${detail}`);
+    },
+  };
 
   private noteReadStates(ready: Ready): void {
     for (const { requestId, readIndex } of ready.readStates) {
@@ -673,7 +678,7 @@ export class Replica implements KvService {
       timeMs: machine.lastTimeMs,
       voters: this.options.voters,
     };
-    const data = wrapSnapshot(this.dedup, machine.snapshot());
+    const data = machine.snapshot();
     this.snapshotSaving = this.deps.storage.saveSnapshot(meta, data).then(() => {
       this.snapshotSaving = null;
       if (this.state === 'stopped') return;

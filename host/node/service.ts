@@ -2,10 +2,11 @@
  * What the HTTP layer asks of a node. The node (`replica.ts`) implements it over Raft, the
  * log and the WebAssembly machine; HTTP never touches those directly.
  *
- * Domain outcomes come back as data (`CallOutcome`); an answer the node cannot give is an
- * `Unavailable`, which HTTP maps to 503 `kv_unavailable` with `Retry-After`.
+ * Domain outcomes come back as the answer the machine rendered (`CallAnswer`: status, headers
+ * and JSON body, sent as they are); an answer the node cannot give is an `Unavailable`, which
+ * HTTP maps to 503 `kv_unavailable` with `Retry-After`.
  */
-import type { CallOutcome, KvCall, QuotaSettings, TenantUsage } from '../machine/commands.js';
+import type { CallAnswer, KvCall, QuotaSettings, TenantUsage } from '../machine/commands.js';
 
 export type UnavailableReason =
   | 'no_leader'
@@ -47,7 +48,7 @@ export interface KvService {
    * Runs one validated call. A call with any write goes through the log as one entry; a
    * read-only call is a linearizable read (read index, then a local read).
    */
-  execute(call: KvCall): Promise<ServiceResult<CallOutcome>>;
+  execute(call: KvCall): Promise<ServiceResult<CallAnswer>>;
   /** Replicated operator switch (`POST /api/v1/system/kv-timers`). */
   setPaused(paused: boolean): Promise<ServiceResult<void>>;
   /** Replicated quota row (`PUT /api/v1/system/kv-quota/:tenant`). */

@@ -2,8 +2,8 @@
  * The write-ahead log on disk: segment files in `<dir>/wal/`, each named by the index of its
  * first record and rolled at a bounded size, holding the framed records of record.ts.
  *
- * `append` encodes into memory and, when nothing has to be made durable before them, writes
- * the records through to the page cache at once (a small synchronous write), so they reach
+ * `append` encodes into memory and, when nothing has to be made durable before them, starts
+ * writing the records through to the page cache at once (on the thread pool), so they reach
  * the OS while the previous batch's fdatasync is still running; `flush` (called by
  * FileStorage.sync under its lock) then only fdatasyncs. Everything else takes the ordered
  * path in `flush`: an overwrite of a suffix is made durable before any new record is written
@@ -102,6 +102,15 @@ export async function writeFully(
       position + done);
     if (bytesWritten <= 0) throw new Error(`write made no progress at byte ${position + done}`);
     done += bytesWritten;
+  }
+}
+
+/** `writeFully` on the calling thread, for small writes into the page cache. */
+function writeFullySync(fd: number, bytes: Uint8Array, position: number): void {
+  for (let done = 0; done < bytes.byteLength;) {
+    const written = writeSync(fd, bytes, done, bytes.byteLength - done, position + done);
+    if (written <= 0) throw new Error(`write made no progress at byte ${position + done}`);
+    done += written;
   }
 }
 
@@ -244,6 +253,12 @@ export class Wal {
   private floorIndex = 0;
   private totalPendingBytes = 0;
   private readonly spares: SegmentPreallocator;
+  /** Writes started by `writeThrough`, which the next flush waits for before its fdatasync. */
+  private writesInFlight: Array<Promise<void>> = [];
+  /** The first write-through that failed; every later flush rejects with it. */
+  private writeFailure: unknown = null;
+  /** A flush is running (its fdatasync may hold pages of the tail locked). */
+  private flushing = false;
 
   /** `preallocate` false creates every segment file on demand (tests of file layouts). */
   constructor(
@@ -298,10 +313,15 @@ export class Wal {
   }
 
   /**
-   * Writes the buffered records to the page cache now, when they all belong to the open tail
-   * segment and nothing before them must be made durable first (no unlink, cut or new file
-   * pending); otherwise leaves them to `flush`. Their fdatasync is the next flush's. The
-   * caller makes sure nothing else must precede them (FileStorage: a new term or vote).
+   * Starts writing the buffered records to the page cache now, when they all belong to the
+   * open tail segment and nothing before them must be made durable first (no unlink, cut or
+   * new file pending); otherwise leaves them to `flush`. Their fdatasync is the next flush's,
+   * which first waits for the write. While a flush runs, the write goes to the thread pool: a
+   * page that the running fdatasync is writing back stays locked until the disk is done with
+   * it, and a write into it would stall the event loop for that long. With no flush running
+   * it is a plain synchronous copy into the page cache, which saves a thread-pool round trip
+   * on an idle node. The caller makes sure nothing else must precede the records
+   * (FileStorage: a new term or vote).
    */
   writeThrough(): void {
     const tail = this.segments.at(-1);
@@ -312,12 +332,13 @@ export class Wal {
     if (this.segments.some((segment) => segment.pendingStart < segment.fileBytes)) return;
     const bytes = tail.pendingChunks.length === 1 ? tail.pendingChunks[0]!
       : Buffer.concat(tail.pendingChunks, tail.pendingBytes);
-    const fd = tail.handle.fd;
-    for (let done = 0; done < bytes.byteLength;) {
-      const written = writeSync(fd, bytes, done, bytes.byteLength - done,
-        tail.pendingStart + done);
-      if (written <= 0) throw new Error(`write made no progress in ${tail.path}`);
-      done += written;
+    if (this.flushing) {
+      this.writesInFlight.push(writeFully(tail.handle, bytes, tail.pendingStart).catch(
+        (error: unknown) => {
+          this.writeFailure ??= error;
+        }));
+    } else {
+      writeFullySync(tail.handle.fd, bytes, tail.pendingStart);
     }
     tail.fileBytes = tail.pendingStart + tail.pendingBytes;
     tail.pendingStart = tail.fileBytes;
@@ -400,6 +421,17 @@ export class Wal {
    * the caller must stop using it.
    */
   async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      await this.flushInOrder();
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async flushInOrder(): Promise<void> {
+    if (this.writesInFlight.length > 0) await Promise.all(this.writesInFlight.splice(0));
+    if (this.writeFailure !== null) throw this.writeFailure;
     const unlinks = this.unlinkQueue.splice(0).sort((a, b) => b.firstIndex - a.firstIndex);
     const dirty = this.segments.filter((segment) => segment.dirty);
     const writes = this.segments.flatMap((segment) => takePending(segment));
@@ -524,6 +556,7 @@ export class Wal {
 
   /** Closes file handles; buffered records are dropped (nothing was asked to be durable). */
   async close(): Promise<void> {
+    await Promise.all(this.writesInFlight.splice(0));
     await this.spares.close();
     for (const segment of [...this.segments, ...this.unlinkQueue]) {
       await closeHandle(segment);

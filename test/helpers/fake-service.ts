@@ -9,6 +9,8 @@ import type {
 } from '../../host/machine/commands.js';
 import type { NodeHealth, QuotaView, ServiceResult, Unavailable } from '../../host/node/service.js';
 import type { KvService } from '../../host/node/service.js';
+import type { CallAnswer } from '../../host/machine/commands.js';
+import { answerFor } from '../model/answers.js';
 
 /** The fake remembers this many recent calls, so a long fuzz or load run stays bounded. */
 const CALLS_KEPT_MAX = 1000;
@@ -36,7 +38,17 @@ export class FakeKvService implements KvService {
   private readonly quotas = new Map<string, QuotaSettings>();
   private version = 0;
 
-  async execute(call: KvCall): Promise<ServiceResult<CallOutcome>> {
+  /** Runs the call on the fake store and answers what the machine would render for it. */
+  async execute(call: KvCall): Promise<ServiceResult<CallAnswer>> {
+    const result = await this.decide(call);
+    if (result.kind !== 'done') return result;
+    const answer = answerFor(call, result.value);
+    if ('invalid' in answer) return done(answer);
+    return done({ status: answer.status, etagVersion: answer.etagVersion,
+      retryAfterSeconds: answer.retryAfterSeconds, body: new TextEncoder().encode(answer.body) });
+  }
+
+  private async decide(call: KvCall): Promise<ServiceResult<CallOutcome>> {
     if (this.calls.length >= CALLS_KEPT_MAX) this.calls.shift();
     this.calls.push(call);
     if (this.gate !== null) await this.gate;

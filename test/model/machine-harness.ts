@@ -5,8 +5,9 @@
 import { StateMachine } from '../../host/machine/state-machine.js';
 import { encodeCommand } from '../../host/machine/codec.js';
 import type {
-  ApplyOutcome, CallOutcome, Command, Expiry, KvOp, OpResult, QuotaSettings,
+  ApplyOutcome, CallOutcome, Command, Expiry, KvCall, KvOp, OpResult, QuotaSettings,
 } from '../../host/machine/commands.js';
+import { outcomeOf } from './answers.js';
 import { DEFAULT_TENANT } from '../../host/machine/commands.js';
 
 export const NS = 'orders';
@@ -50,10 +51,14 @@ export class Harness {
 
   call(ops: KvOp[], o: { tenant?: string; ceiling?: number; requireGrant?: boolean } = {}):
     CallOutcome {
-    const out = this.entry({ kind: 'call', call: { tenant: o.tenant ?? DEFAULT_TENANT, ops,
-      readBytesCeiling: o.ceiling ?? MiB4 }, flags: { requireGrant: o.requireGrant ?? false } });
-    if (out.kind !== 'call') throw new Error(`not a call outcome: ${JSON.stringify(out)}`);
-    return out.outcome;
+    const call: KvCall = { tenant: o.tenant ?? DEFAULT_TENANT, ops,
+      readBytesCeiling: o.ceiling ?? MiB4 };
+    const out = this.entry({ kind: 'call', call,
+      flags: { requireGrant: o.requireGrant ?? false } });
+    if (out.kind !== 'call' || out.answer === null) {
+      throw new Error(`not a call outcome: ${JSON.stringify(out)}`);
+    }
+    return outcomeOf(call, out.answer);
   }
 
   /** The results of an ok call (fails the test otherwise). */
@@ -64,8 +69,9 @@ export class Harness {
   }
 
   read(ops: KvOp[], o: { tenant?: string; ceiling?: number; now?: number } = {}): OpResult[] {
-    const out = this.m.read({ tenant: o.tenant ?? DEFAULT_TENANT, ops,
-      readBytesCeiling: o.ceiling ?? MiB4 }, o.now ?? this.now);
+    const call: KvCall = { tenant: o.tenant ?? DEFAULT_TENANT, ops,
+      readBytesCeiling: o.ceiling ?? MiB4 };
+    const out = outcomeOf(call, this.m.read(call, o.now ?? this.now));
     if (out.status !== 'ok') throw new Error(`read not ok: ${JSON.stringify(out)}`);
     return [...out.results];
   }

@@ -9,6 +9,11 @@ import type {
   TenantUsage,
 } from '../../host/machine/commands.js';
 
+/** What the model decided about an entry: a call's outcome rather than its rendered answer. */
+export type ModelApplyOutcome =
+  | Exclude<ApplyOutcome, { readonly kind: 'call' }>
+  | { readonly kind: 'call'; readonly outcome: CallOutcome };
+
 const SAFE = Number.MAX_SAFE_INTEGER;
 const EXPONENT_ABS_MAX = 1000;
 
@@ -115,10 +120,10 @@ export class ReferenceModel {
   lastTimeMs = 0;
   paused = false;
 
-  apply(index: number, timeMs: number, command: Command): ApplyOutcome {
+  apply(index: number, timeMs: number, command: Command): ModelApplyOutcome {
     if (index <= this.appliedIndex) throw new Error('model: index not after applied');
     const t = Math.min(Math.max(timeMs, this.lastTimeMs), SAFE);
-    let out: ApplyOutcome;
+    let out: ModelApplyOutcome;
     switch (command.kind) {
       case 'call': out = { kind: 'call', outcome: this.runCall(command.call, t, true,
         command.flags.requireGrant) }; break;

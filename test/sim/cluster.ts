@@ -10,6 +10,7 @@
  */
 import { decodeMessage } from '../../host/core/raft/message-codec.js';
 import type { CallOutcome } from '../../host/machine/commands.js';
+import { outcomeOf } from '../model/answers.js';
 import { StateMachine } from '../../host/machine/state-machine.js';
 import { Replica, type ReplicaOptions } from '../../host/node/replica.js';
 import type { TimerHandle } from '../../host/node/scheduler.js';
@@ -151,11 +152,16 @@ export class SimCluster {
     this.onCrash?.(node.id);
   }
 
-  /** Runs a call on `node`; the promise settles with the outcome or null (unknown). */
+  /**
+   * Runs a call on `node`; the promise settles with the outcome (the machine's answer read
+   * back, test/model/answers.ts) or null (unknown).
+   */
   execute(node: SimNode, call: Parameters<Replica['execute']>[0]):
     Promise<ServiceResult<CallOutcome>> | null {
     const inc = node.running();
-    return inc === null ? null : inc.replica.execute(call);
+    if (inc === null) return null;
+    return inc.replica.execute(call).then((result) => (result.kind === 'done'
+      ? { kind: 'done', value: outcomeOf(call, result.value) } : result));
   }
 
   /** Nodes whose replica is running now. */
@@ -238,16 +244,25 @@ export class SimCluster {
         return appliedIndex?.get?.call(machine) as number;
       },
     });
-    const apply = machine.apply.bind(machine);
+    const applyEntries = machine.applyEntries.bind(machine);
     const every = this.settings.digestEveryEntries;
-    machine.apply = (index, timeMs, command) => {
-      const outcome = apply(index, timeMs, command);
-      if (node.inc === inc) {
-        const entry = storage.volatileEntry(index) ?? node.disk.durableEntry(index);
-        this.checkers.observeApply(node.id, index, timeMs, entry, node.disk);
+    // Batches are split where an index is a multiple of `every`, so the digest is compared
+    // at the same indexes on every replica however the driver batches its entries.
+    machine.applyEntries = (entries, sink) => {
+      let from = 0;
+      for (let i = 0; i < entries.length; i++) {
+        const index = entries[i]!.index;
+        if (index % every !== 0 && i < entries.length - 1) continue;
+        applyEntries(entries.slice(from, i + 1), sink);
+        from = i + 1;
+        if (node.inc !== inc) continue;
         if (index % every === 0) this.checkers.observeDigest(node.id, index, machine.digest());
       }
-      return outcome;
+      if (node.inc !== inc) return;
+      for (const { index, timeMs } of entries) {
+        const entry = storage.volatileEntry(index) ?? node.disk.durableEntry(index);
+        this.checkers.observeApply(node.id, index, timeMs, entry, node.disk);
+      }
     };
     const restore = machine.restore.bind(machine);
     machine.restore = (bytes) => {

@@ -68,7 +68,7 @@ describe('ordered store at scale', () => {
             ops.push(del(k));
             model.delete(k);
           } else {
-            const v = `${round}${j}`;
+            const v = JSON.stringify(`r${round}j${j}`);
             ops.push(put(k, v, { expiry: FOREVER }));
             model.set(k, v);
           }

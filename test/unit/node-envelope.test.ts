@@ -1,80 +1,48 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DEDUP_ORIGINS_MAX, DEDUP_WINDOW, DedupTable, decodeEnvelope, encodeEnvelope, unwrapSnapshot,
-  wrapSnapshot,
-} from '../../host/node/envelope.js';
+import { encodeEnvelope, machineSnapshotOf } from '../../host/node/envelope.js';
 
 const origin = { nodeId: 'n2', incarnation: 0xdeadbeef };
 
 describe('entry envelope', () => {
-  it('round-trips origin, sequence number and command bytes', () => {
-    const command = new Uint8Array([9, 8, 7]);
-    const decoded = decodeEnvelope(encodeEnvelope(origin, 42, command));
-    expect(decoded?.origin).toEqual(origin);
-    expect(decoded?.seq).toBe(42);
-    expect([...(decoded?.command ?? [])]).toEqual([9, 8, 7]);
+  it('lays out version, origin, sequence number and command (docs/codec.md, "Entries")', () => {
+    const bytes = encodeEnvelope(origin, 42, new Uint8Array([9, 8, 7]));
+    const view = new DataView(bytes.buffer);
+    expect([bytes[0], bytes[1]]).toEqual([1, 2]);
+    expect(new TextDecoder().decode(bytes.subarray(2, 4))).toBe('n2');
+    expect(view.getUint32(4, true)).toBe(0xdeadbeef);
+    expect(view.getBigUint64(8, true)).toBe(42n);
+    expect([...bytes.subarray(16)]).toEqual([9, 8, 7]);
   });
 
-  it.each([
-    ['empty', []],
-    ['wrong format version', [2, 0]],
-    ['truncated after the id', [1, 5, 110]],
-    ['invalid utf-8 id', [1, 1, 0xff, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]],
-    ['sequence number zero', [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]],
-  ])('refuses %s without throwing', (_name, bytes) => {
-    expect(decodeEnvelope(new Uint8Array(bytes))).toBeNull();
+  it('refuses an id over 64 bytes and a sequence number that is not positive', () => {
+    expect(() => encodeEnvelope({ nodeId: 'x'.repeat(65), incarnation: 1 }, 1,
+      new Uint8Array())).toThrow(/64 bytes/);
+    expect(() => encodeEnvelope(origin, 0, new Uint8Array())).toThrow(/sequence/);
   });
 });
 
-describe('dedup table', () => {
-  const envelope = (seq: number, incarnation = 1) =>
-    ({ origin: { nodeId: 'n1', incarnation }, seq, command: new Uint8Array() });
-
-  it('admits a proposal once and refuses its duplicate', () => {
-    const table = new DedupTable();
-    expect(table.admit(envelope(1), 1)).toBe(true);
-    expect(table.admit(envelope(2), 2)).toBe(true);
-    expect(table.admit(envelope(1), 3)).toBe(false);
+describe('stored snapshots', () => {
+  it('passes a machine snapshot through', () => {
+    const data = new Uint8Array([0x48, 0x49, 0x56, 0x4b, 2, 0, 0, 0]);
+    expect(machineSnapshotOf(data)).toBe(data);
   });
 
-  it('admits out-of-order sequence numbers inside the window', () => {
-    const table = new DedupTable();
-    expect(table.admit(envelope(10), 1)).toBe(true);
-    expect(table.admit(envelope(5), 2)).toBe(true);
-    expect(table.admit(envelope(5), 3)).toBe(false);
+  it('unwraps the machine snapshot of an earlier release, dropping its dedup table', () => {
+    const table = new TextEncoder().encode('[]');
+    const data = new Uint8Array(8 + table.length + 3);
+    const view = new DataView(data.buffer);
+    view.setUint32(0, 0x48_4b_53_31, true);
+    view.setUint32(4, table.length, true);
+    data.set(table, 8);
+    data.set([1, 2, 3], 8 + table.length);
+    expect([...machineSnapshotOf(data)]).toEqual([1, 2, 3]);
   });
 
-  it('refuses a sequence number too old to tell apart', () => {
-    const table = new DedupTable();
-    table.admit(envelope(DEDUP_WINDOW + 10), 1);
-    expect(table.admit(envelope(10), 2)).toBe(false);
-  });
-
-  it('keeps incarnations apart: a restarted node may reuse sequence numbers', () => {
-    const table = new DedupTable();
-    expect(table.admit(envelope(1, 1), 1)).toBe(true);
-    expect(table.admit(envelope(1, 2), 2)).toBe(true);
-  });
-
-  it('bounds the origins it remembers', () => {
-    const table = new DedupTable();
-    for (let i = 0; i < DEDUP_ORIGINS_MAX + 5; i++) table.admit(envelope(1, i), i + 1);
-    const rows = JSON.parse(new TextDecoder().decode(table.serialize())) as unknown[];
-    expect(rows).toHaveLength(DEDUP_ORIGINS_MAX);
-  });
-
-  it('serializes canonically and survives a snapshot round trip', () => {
-    const a = new DedupTable();
-    a.admit(envelope(3), 1);
-    a.admit(envelope(1, 7), 2);
-    const wrapped = wrapSnapshot(a, new Uint8Array([1, 2, 3]));
-    const { dedup, machine } = unwrapSnapshot(wrapped);
-    expect([...machine]).toEqual([1, 2, 3]);
-    expect(dedup.serialize()).toEqual(a.serialize());
-    expect(dedup.admit(envelope(3), 3)).toBe(false);
-  });
-
-  it('refuses snapshot bytes without the driver magic', () => {
-    expect(() => unwrapSnapshot(new Uint8Array(16))).toThrow(/magic/);
+  it('refuses an earlier release\'s snapshot whose table overruns it', () => {
+    const data = new Uint8Array(8);
+    const view = new DataView(data.buffer);
+    view.setUint32(0, 0x48_4b_53_31, true);
+    view.setUint32(4, 100, true);
+    expect(() => machineSnapshotOf(data)).toThrow(/overruns/);
   });
 });

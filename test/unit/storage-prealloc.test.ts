@@ -171,6 +171,8 @@ it('startWrite puts records in the file before their fsync', async () => {
   const storage = await open(dir);
   storage.append(entries(4, 2));
   storage.startWrite();
+  // The write runs on the thread pool; a moment later it is in the file, before any fsync.
+  await new Promise((resolve) => setTimeout(resolve, 50));
   const bytes = await readFile(path);
   expect(bytes[recordOffset(3) + RECORD_HEADER_BYTES]).toBe((4 + 0 + 1) & 0xff);
   await storage.sync();

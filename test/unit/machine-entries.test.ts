@@ -1,0 +1,147 @@
+// The machine's `applyEntries` (docs/codec.md, "Entries"): many entries in one crossing, the
+// envelope read inside the machine, a duplicated proposal applied once on every replica
+// (the dedup table is replicated state and survives snapshots), and answers rendered only for
+// this node's own proposals.
+import { describe, expect, it } from 'vitest';
+import type { Entry } from '../../host/core/raft/types.js';
+import { DEDUP_ORIGINS_MAX, DEDUP_WINDOW } from '../../host/machine/abi.js';
+import { encodeCommand, type AnswerHeader } from '../../host/machine/codec.js';
+import { DEFAULT_TENANT, type Command } from '../../host/machine/commands.js';
+import { StateMachine, type AppliedEntrySink } from '../../host/machine/state-machine.js';
+import { encodeEnvelope, type Origin } from '../../host/node/envelope.js';
+
+const SELF: Origin = { nodeId: 'n1', incarnation: 7 };
+const OTHER: Origin = { nodeId: 'n2', incarnation: 9 };
+
+const incr = (key: string): Command => ({ kind: 'call', flags: { requireGrant: false },
+  call: { tenant: DEFAULT_TENANT, readBytesCeiling: 1 << 20, ops: [{ op: 'incr', ns: 'c', key,
+    delta: '1', min: null, max: null, expiry: { kind: 'forever' }, required: false }] } });
+
+/** Records what the sink hears, answers as text. */
+class Recorder implements AppliedEntrySink {
+  readonly heard: string[] = [];
+  answer(seq: number, header: AnswerHeader, body: Uint8Array): void {
+    this.heard.push(`answer ${seq} ${header.status} ${new TextDecoder().decode(body)}`);
+  }
+  done(seq: number): void { this.heard.push(`done ${seq}`); }
+  admin(): void { this.heard.push('admin'); }
+  swept(removedKeys: number): void { this.heard.push(`swept ${removedKeys}`); }
+  invalid(entryIndex: number, detail: string): void {
+    this.heard.push(`invalid ${entryIndex} ${detail}`);
+  }
+}
+
+/** A log builder: entries at consecutive indexes, one per proposal. */
+class Log {
+  readonly entries: Entry[] = [];
+  add(origin: Origin, seq: number, command: Command): this {
+    const index = this.entries.length + 1;
+    this.entries.push({ term: 1, index, timeMs: 1_000 + index, type: 'normal',
+      data: encodeEnvelope(origin, seq, encodeCommand(command)) });
+    return this;
+  }
+  empty(): this {
+    const index = this.entries.length + 1;
+    this.entries.push({ term: 1, index, timeMs: 1_000 + index, type: 'empty',
+      data: new Uint8Array() });
+    return this;
+  }
+}
+
+function machine(origin: Origin = SELF): StateMachine {
+  const m = StateMachine.create();
+  m.setOrigin(origin.nodeId, origin.incarnation);
+  return m;
+}
+
+function counter(m: StateMachine, key: string): string {
+  const got = m.read({ tenant: DEFAULT_TENANT, readBytesCeiling: 1 << 20,
+    ops: [{ op: 'get', ns: 'c', key }] }, 0);
+  if ('invalid' in got) throw new Error(got.invalid);
+  return (JSON.parse(new TextDecoder().decode(got.body)) as
+    { results: Array<{ value?: unknown }> }).results[0]?.value as string;
+}
+
+describe('applyEntries', () => {
+  it('answers its own proposals, applies everyone\'s, and counts empty entries', () => {
+    const m = machine();
+    const rec = new Recorder();
+    const log = new Log().empty().add(SELF, 1, incr('a')).add(OTHER, 1, incr('a'))
+      .add(SELF, 2, incr('a'));
+    m.applyEntries(log.entries, rec);
+    expect(m.appliedIndex).toBe(4);
+    expect(rec.heard).toEqual([
+      'answer 1 200 {"results":[{"index":0,"op":"incr","applied":true,"key":"a","value":1,' +
+        '"version":1}]}',
+      'answer 2 200 {"results":[{"index":0,"op":"incr","applied":true,"key":"a","value":3,' +
+        '"version":3}]}',
+    ]);
+  });
+
+  it('applies a duplicated proposal once, on every replica alike (the counter moves once)',
+    () => {
+      const log = new Log().add(OTHER, 5, incr('x')).add(OTHER, 5, incr('x'))
+        .add(OTHER, 4, incr('x')).add(OTHER, 4, incr('x'));
+      const a = machine(SELF);
+      const b = machine(OTHER);
+      a.applyEntries(log.entries, new Recorder());
+      const rec = new Recorder();
+      b.applyEntries(log.entries, rec);
+      expect(counter(a, 'x')).toBe(2);
+      expect(a.digest()).toBe(b.digest());
+      expect(rec.heard.filter((h) => h.startsWith('answer'))).toHaveLength(2);
+    });
+
+  it('refuses a sequence number too old to tell apart, and keeps incarnations apart', () => {
+    const m = machine();
+    m.applyEntries(new Log().add(OTHER, DEDUP_WINDOW + 10, incr('x')).add(OTHER, 10, incr('x'))
+      .add({ nodeId: 'n2', incarnation: 10 }, 10, incr('x')).entries, new Recorder());
+    expect(counter(m, 'x')).toBe(2);
+  });
+
+  it('forgets the least recently applied origin past DEDUP_ORIGINS_MAX', () => {
+    const m = machine();
+    const log = new Log();
+    for (let i = 0; i <= DEDUP_ORIGINS_MAX; i++) {
+      log.add({ nodeId: `n${i}`, incarnation: 1 }, 1, incr('x'));
+    }
+    log.add({ nodeId: 'n0', incarnation: 1 }, 1, incr('x'));
+    m.applyEntries(log.entries, new Recorder());
+    // n0 was evicted when the 65th origin arrived, so its repeat applies again.
+    expect(counter(m, 'x')).toBe(DEDUP_ORIGINS_MAX + 2);
+  });
+
+  it('keeps the table across a snapshot: a duplicate after it still applies once', () => {
+    const m = machine();
+    const log = new Log().add(OTHER, 3, incr('x')).add(OTHER, 3, incr('x'));
+    m.applyEntries(log.entries.slice(0, 1), new Recorder());
+    const restored = machine();
+    restored.restore(m.snapshot());
+    restored.applyEntries(log.entries.slice(1), new Recorder());
+    expect(counter(restored, 'x')).toBe(1);
+  });
+
+  it('treats an entry without a valid envelope as a no-op everywhere', () => {
+    const m = machine();
+    const rec = new Recorder();
+    m.applyEntries([{ term: 1, index: 1, timeMs: 5, type: 'normal',
+      data: new Uint8Array([9, 9, 9]) }], rec);
+    expect(m.appliedIndex).toBe(1);
+    expect(rec.heard).toEqual([]);
+  });
+
+  it('reports sweeps, admin entries and its own non-call proposals', () => {
+    const m = machine();
+    const rec = new Recorder();
+    m.applyEntries(new Log().add(SELF, 1, { kind: 'setPaused', paused: true })
+      .add(OTHER, 1, { kind: 'sweep', maxKeys: 10 }).entries, rec);
+    expect(rec.heard).toEqual(['admin', 'done 1']);
+    expect(m.isPaused()).toBe(true);
+  });
+
+  it('refuses entries that do not follow the applied index', () => {
+    const m = machine();
+    const log = new Log().add(SELF, 1, incr('a')).add(SELF, 2, incr('a'));
+    expect(() => m.applyEntries(log.entries.slice(1), new Recorder())).toThrow(/expected/);
+  });
+});
