@@ -21,6 +21,7 @@ import { DEFAULT_TENANT } from '../host/machine/commands.js';
 import { StateMachine } from '../host/machine/state-machine.js';
 import { ReferenceModel } from '../test/model/reference-model.js';
 import { createUnitRandom } from '../host/core/prng.js';
+import { writeMicroJson } from './micro-json.js';
 
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000);
 const MODEL_KEYS = Number(process.env.BENCH_MODEL_KEYS ?? 10_000);
@@ -248,6 +249,11 @@ async function main(): Promise<void> {
     const g = modelFigures[i]!;
     console.log(`| ${g.name.slice(6)} | ${(f.perSecond / g.perSecond).toFixed(1)}x |`);
   });
+  writeMicroJson([...figures, ...smallFigures, ...modelFigures].map((f) => ({ name: f.name,
+    perSecond: f.perSecond, unit: f.unit, p50us: f.p50us, p99us: f.p99us, rmePercent: f.rme })),
+  [`${fmt(KEYS)} keys: load ${loadT.ms.toFixed(0)} ms, snapshot ${snap.ms.toFixed(0)} ms ` +
+    `(${fmt(snap.value.length)} bytes), restore ${restore.ms.toFixed(0)} ms, ` +
+    `${(perKey - keyOf(0).length - VALUE_BYTES).toFixed(1)} bytes of overhead per key`]);
 }
 
 await main();

@@ -1,0 +1,88 @@
+/**
+ * The report's charts as SVG, rendered in this process by vega-lite (spec) and vega (scene
+ * graph to SVG, `renderer: 'none'`): no browser, no canvas.
+ */
+import * as vega from 'vega';
+import { compile, type TopLevelSpec } from 'vega-lite';
+
+import type { SuiteResult } from './run.js';
+
+export interface Chart {
+  readonly file: string;
+  readonly title: string;
+  readonly svg: string;
+}
+
+const WIDTH = 560;
+
+async function toSvg(spec: TopLevelSpec): Promise<string> {
+  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' });
+  const svg = await view.toSVG();
+  view.finalize();
+  return svg;
+}
+
+function throughputSpec(r: SuiteResult, connections: number): TopLevelSpec | null {
+  const values = r.points.filter((p) => p.mode === 'closed' && p.connections === connections)
+    .map((p) => ({ workload: p.workload, target: p.target, ops: p.figures.opsPerSecond,
+      p99: p.figures.latency.p99Ms }));
+  if (values.length === 0) return null;
+  const workloads = [...new Set(values.map((v) => v.workload))];
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    background: 'white', width: WIDTH, data: { values },
+    height: { step: 7 },
+    mark: { type: 'bar', tooltip: true },
+    encoding: {
+      y: { field: 'workload', type: 'nominal', sort: workloads, title: null },
+      yOffset: { field: 'target', type: 'nominal' },
+      x: { field: 'ops', type: 'quantitative', scale: { type: 'log' },
+        title: 'operations per second (log scale)' },
+      color: { field: 'target', type: 'nominal', title: 'target' },
+    },
+  };
+}
+
+function latencySpec(r: SuiteResult): TopLevelSpec | null {
+  const values = r.points.filter((p) => p.mode === 'open').flatMap((p) =>
+    ([['p50', p.figures.latency.p50Ms], ['p99', p.figures.latency.p99Ms],
+      ['p99.9', p.figures.latency.p999Ms]] as const).map(([percentile, ms]) => ({
+      workload: p.workload, target: p.target, percentile, ms: Math.max(ms, 0.001),
+      offered: p.offeredPerSecond ?? 0 })));
+  if (values.length === 0) return null;
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    background: 'white', data: { values },
+    facet: { column: { field: 'workload', type: 'nominal', title: null } },
+    resolve: { scale: { x: 'independent' } },
+    spec: {
+      width: WIDTH / 2, height: 260,
+      mark: { type: 'line', point: true, tooltip: true },
+      encoding: {
+        x: { field: 'offered', type: 'quantitative', scale: { type: 'log' },
+          title: 'offered operations per second (log scale)' },
+        y: { field: 'ms', type: 'quantitative', scale: { type: 'log' },
+          title: 'latency, ms (log scale)' },
+        color: { field: 'target', type: 'nominal' },
+        strokeDash: { field: 'percentile', type: 'nominal', sort: ['p50', 'p99', 'p99.9'] },
+        shape: { field: 'percentile', type: 'nominal', sort: ['p50', 'p99', 'p99.9'] },
+      },
+    },
+  };
+}
+
+export async function renderCharts(r: SuiteResult): Promise<Chart[]> {
+  const specs: Array<[string, string, TopLevelSpec | null]> = [
+    ['throughput-64.svg', 'Throughput by workload and target, 64 connections',
+      throughputSpec(r, 64)],
+    ['throughput-1.svg', 'Throughput by workload and target, 1 connection',
+      throughputSpec(r, 1)],
+    ['latency-vs-rate.svg', 'Latency against offered rate (open loop, 64 connections)',
+      latencySpec(r)],
+  ];
+  const charts: Chart[] = [];
+  for (const [file, title, spec] of specs) {
+    if (spec !== null) charts.push({ file, title, svg: await toSvg(spec) });
+  }
+  return charts;
+}

@@ -1,0 +1,198 @@
+/**
+ * The benchmark suite (`npm run bench`, `npx hivekv bench`): micro benchmarks, then every
+ * workload against every target with the same load generator, honesty checks after each
+ * point, and a report under `bench/results/<timestamp>/` (results.json, results.md, charts,
+ * report.html). Servers are started here and stopped by PID, also on Ctrl-C.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { checkPoint, type Check } from './checks.js';
+import { runPoint, type PointFigures } from './generator.js';
+import type { PointSpec } from './generator-worker.js';
+import { machineInfo, toolVersions, type MachineInfo } from './machine-info.js';
+import { runMicro, type MicroResult } from './micro.js';
+import { makePlan, MANY_CONNECTIONS, secondsPerTarget, type Plan,
+  type SuiteOptions } from './plan.js';
+import { Progress } from './progress.js';
+import { writeReport } from './report.js';
+import { openStore, type Store } from './store.js';
+import { missingFor, ROOT, startEtcd, startHivekv, startRedis, stopEverything, urlTarget,
+  type Entry, type Target, type TargetName } from './targets.js';
+import { VALUE_BYTES, type Workload } from './workloads.js';
+
+export interface PointResult {
+  readonly target: string;
+  readonly family: string;
+  readonly workload: string;
+  readonly connections: number;
+  readonly mode: 'closed' | 'open';
+  /** Open loop: the offered rate and its fraction of the closed-loop peak. */
+  readonly offeredPerSecond: number | null;
+  readonly fractionOfPeak: number | null;
+  readonly figures: PointFigures;
+  readonly checks: readonly Check[];
+}
+
+export interface TargetRecord {
+  readonly name: string;
+  readonly label: string;
+  readonly version: string;
+  readonly skipped: string | null;
+}
+
+export interface SuiteResult {
+  readonly title: string;
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly machine: MachineInfo;
+  readonly versions: Record<string, string>;
+  readonly options: SuiteOptions;
+  readonly plan: { warmupMs: number; durationMs: number; keyCount: number;
+    sweepFractions: readonly number[]; threads: number };
+  readonly workloads: readonly Workload[];
+  readonly targets: TargetRecord[];
+  readonly micro: MicroResult[];
+  readonly points: PointResult[];
+}
+
+async function startTarget(name: TargetName, o: SuiteOptions, hivekvVersion: string):
+  Promise<Target> {
+  switch (name) {
+    case 'hivekv-1': return startHivekv(1, false, hivekvVersion);
+    case 'hivekv-3': return startHivekv(3, o.viaFollower, hivekvVersion);
+    case 'etcd-1': return startEtcd(1, false);
+    case 'etcd-3': return startEtcd(3, o.viaFollower);
+    case 'redis': return startRedis(false);
+    case 'redis-aof': return startRedis(true);
+    case 'url': return urlTarget(o.target ?? '');
+  }
+}
+
+interface TargetRun {
+  readonly target: Target;
+  readonly store: Store & { shas?: { cas: string; incr: string } };
+  readonly plan: Plan;
+  readonly options: SuiteOptions;
+  readonly progress: Progress;
+  readonly points: PointResult[];
+  nextId: number;
+}
+
+const valueBytesFor = (t: Target): number => t.kind === 'hivekv' ? VALUE_BYTES - 2 : VALUE_BYTES;
+
+async function measure(run: TargetRun, entry: Entry, w: Workload, connections: number,
+  open: { rate: number; fraction: number } | null): Promise<PointResult> {
+  const { target, store, plan } = run;
+  const id = run.nextId++;
+  const tag = `r${id}`;
+  const spec: PointSpec = {
+    codec: { kind: target.kind, ...(store.shas ? { shas: store.shas } : {}) },
+    host: target.host, ports: entry.ports, connections, mode: open ? 'open' : 'closed',
+    ratePerSecond: open?.rate ?? 0,
+    warmupMs: open ? plan.sweepWarmupMs : plan.warmupMs,
+    durationMs: open ? plan.sweepDurationMs : plan.durationMs, workload: w,
+    seed: id + 1, tag, keyPrefix: w.space === 'preloaded' ? 'k' : `p${process.pid}-${id}-`,
+    valueBytes: valueBytesFor(target),
+  };
+  run.progress.point(entry.name, w.name, connections, open ? `open ${Math.round(open.rate)}/s`
+    : 'closed', (spec.warmupMs + spec.durationMs) / 1000);
+  const before = await store.counters();
+  const pointRun = await runPoint(spec, run.options.threads, target.pids);
+  const after = await store.counters();
+  const checks = await checkPoint(store, pointRun, w, tag, before, after);
+  const result: PointResult = { target: entry.name, family: target.kind, workload: w.name,
+    connections, mode: spec.mode, offeredPerSecond: open?.rate ?? null,
+    fractionOfPeak: open?.fraction ?? null, figures: pointRun.figures, checks };
+  run.progress.done(result);
+  return result;
+}
+
+async function measureEntry(run: TargetRun, entry: Entry): Promise<void> {
+  const { plan } = run;
+  for (const w of plan.workloads) {
+    for (const connections of plan.connectionsFor(w)) {
+      run.points.push(await measure(run, entry, w, connections, null));
+    }
+  }
+  for (const w of plan.workloads.filter((x) => plan.sweepWorkloads.includes(x.name))) {
+    const peak = run.points.find((p) => p.target === entry.name && p.workload === w.name &&
+      p.mode === 'closed' && p.connections === MANY_CONNECTIONS);
+    if (peak === undefined || peak.figures.callsPerSecond <= 0) continue;
+    for (const fraction of plan.sweepFractions) {
+      const rate = peak.figures.callsPerSecond * fraction;
+      run.points.push(await measure(run, entry, w, MANY_CONNECTIONS, { rate, fraction }));
+    }
+  }
+}
+
+async function benchTarget(name: TargetName, o: SuiteOptions, plan: Plan, progress: Progress,
+  result: SuiteResult): Promise<void> {
+  const missing = name === 'url' ? null : missingFor(name);
+  if (missing !== null) {
+    progress.line(`skip ${name}: ${missing}`);
+    result.targets.push({ name, label: '', version: '', skipped: missing });
+    return;
+  }
+  progress.target(name);
+  const target = await startTarget(name, o, result.versions['hivekv'] ?? '');
+  const first = target.entries[0]!;
+  let store: TargetRun['store'] | null = null;
+  try {
+    store = await openStore(target.kind, target.host, first.ports[0]!);
+    if (plan.workloads.some((w) => w.space === 'preloaded')) {
+      progress.line(`${name}: writing ${plan.keyCount.toLocaleString('en-US')} keys`);
+      await store.preload('k', plan.keyCount, valueBytesFor(target));
+    }
+    const run: TargetRun = { target, store, plan, options: o, progress, points: result.points,
+      nextId: result.points.length + 1 };
+    for (const entry of target.entries) await measureEntry(run, entry);
+    result.targets.push({ name, label: target.label, version: target.version, skipped: null });
+  } finally {
+    store?.close();
+    await target.stop();
+  }
+}
+
+/** Runs the suite; returns the directory holding the report. */
+export async function runSuite(o: SuiteOptions): Promise<string> {
+  const plan = makePlan(o);
+  const startedAt = new Date();
+  const outDir = o.out ?? join(ROOT, 'bench', 'results',
+    startedAt.toISOString().replace(/:/g, '-').replace(/\.\d+Z$/, 'Z'));
+  mkdirSync(outDir, { recursive: true });
+  const onSignal = (signal: NodeJS.Signals) => {
+    stopEverything();
+    process.stderr.write(`\nbench: stopped by ${signal}; servers stopped\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const progress = new Progress(plan.targets.length * secondsPerTarget(plan,
+    o.viaFollower ? 2 : 1));
+  const result: SuiteResult = { title: o.title, startedAt: startedAt.toISOString(),
+    finishedAt: '', machine: machineInfo(), versions: toolVersions(), options: o,
+    plan: { warmupMs: plan.warmupMs, durationMs: plan.durationMs, keyCount: plan.keyCount,
+      sweepFractions: plan.sweepFractions, threads: o.threads },
+    workloads: plan.workloads, targets: [], micro: [], points: [] };
+  try {
+    if (o.micro) result.micro.push(...await runMicro(plan.microTimeMs, progress));
+    for (const name of plan.targets) {
+      try {
+        await benchTarget(name, o, plan, progress, result);
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        progress.line(`${name}: failed: ${message}`);
+        result.targets.push({ name, label: '', version: '', skipped: `failed: ${message}` });
+      }
+    }
+  } finally {
+    stopEverything();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    progress.finish();
+  }
+  const finished = { ...result, finishedAt: new Date().toISOString() };
+  await writeReport(finished, outDir, o.publish);
+  return outDir;
+}
