@@ -18,7 +18,7 @@ import { DEFAULT_TENANT, type Command, type KvOp } from '../host/machine/command
 import { writeMicroJson, type MicroRow } from './micro-json.js';
 
 const TIME_MS = Number(process.env['BENCH_TIME_MS'] ?? 1_000);
-const WARMUP_MS = 200;
+const WARMUP_MS = Math.min(200, TIME_MS);
 const VALUE = `"${'x'.repeat(98)}"`;
 
 function putCall(ops: number): Command {

@@ -26,14 +26,17 @@ import { writeMicroJson } from './micro-json.js';
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000);
 const MODEL_KEYS = Number(process.env.BENCH_MODEL_KEYS ?? 10_000);
 const TIME_MS = Number(process.env.BENCH_TIME_MS ?? 1_000);
-const WARMUP_MS = 200;
+const WARMUP_MS = Math.min(200, TIME_MS);
 const VALUE_BYTES = 100;
 const VALUE = `"${'x'.repeat(VALUE_BYTES - 2)}"`;
 const NS = 'bench';
 const CEILING = 4 * 1024 * 1024;
 const LOAD_BATCH = 256;
-/** Ops pre-encoded per workload: enough distinct keys to leave the caches cold. */
-const POOL_OPS = 131_072;
+/**
+ * Ops pre-encoded per workload: enough distinct keys to leave the caches cold over a task's
+ * budget (131,072 from a budget of one second; fewer for the suite's short smoke runs).
+ */
+const POOL_OPS = Math.min(131_072, Math.max(8_192, TIME_MS * 132));
 const BATCHES = [1, 16, 256] as const;
 const PAGE_ROWS = 100;
 

@@ -19,7 +19,7 @@ import { writeMicroJson } from './micro-json.js';
 
 const ENTRY_DATA_BYTES = 100;
 const TIME_MS = Number(process.env.BENCH_TIME_MS ?? 3_000);
-const WARMUP_MS = 300;
+const WARMUP_MS = Math.min(300, TIME_MS);
 const CONCURRENT_CALLERS = 16;
 
 interface Case {

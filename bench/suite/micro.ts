@@ -49,8 +49,9 @@ function runOne(script: string, env: Record<string, string>): Promise<string> {
   });
 }
 
-/** Runs every micro benchmark with `timeMs` per task (and fewer keys when quick). */
-export async function runMicro(timeMs: number, progress: Progress): Promise<MicroResult[]> {
+/** Runs every micro benchmark with `timeMs` per task (and smaller stores when `small`). */
+export async function runMicro(timeMs: number, small: boolean, progress: Progress):
+  Promise<MicroResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'hivekv-bench-micro-'));
   const results: MicroResult[] = [];
   try {
@@ -58,7 +59,7 @@ export async function runMicro(timeMs: number, progress: Progress): Promise<Micr
       progress.line(`micro: ${micro.title}`);
       const json = join(dir, `${micro.name}.json`);
       const env = { BENCH_TIME_MS: String(timeMs), BENCH_JSON: json,
-        BENCH_KEYS: timeMs < 500 ? '100000' : '1000000' };
+        BENCH_KEYS: small ? '100000' : '1000000', BENCH_MODEL_KEYS: small ? '1000' : '10000' };
       const command = `node dist/bench/${micro.script}`;
       try {
         await runOne(micro.script, env);

@@ -20,6 +20,8 @@ export interface SuiteOptions {
   readonly sweep: boolean;
   readonly publish: boolean;
   readonly keys: number | null;
+  /** Budget per micro benchmark task, ms (default 500, quick 100). */
+  readonly microTimeMs: number | null;
   readonly title: string;
 }
 
@@ -64,7 +66,7 @@ export function makePlan(o: SuiteOptions): Plan {
     sweepFractions: !o.sweep ? [] : o.quick ? [0.5] : [0.1, 0.5, 0.8, 0.95],
     sweepWorkloads: o.quick ? ['put'] : ['put', 'get'],
     keyCount,
-    microTimeMs: o.quick ? 100 : 500,
+    microTimeMs: o.microTimeMs ?? (o.quick ? 100 : 500),
   };
 }
 

@@ -176,7 +176,9 @@ export async function runSuite(o: SuiteOptions): Promise<string> {
       sweepFractions: plan.sweepFractions, threads: o.threads },
     workloads: plan.workloads, targets: [], micro: [], points: [] };
   try {
-    if (o.micro) result.micro.push(...await runMicro(plan.microTimeMs, progress));
+    if (o.micro) {
+      result.micro.push(...await runMicro(plan.microTimeMs, o.quick, progress));
+    }
     for (const name of plan.targets) {
       try {
         await benchTarget(name, o, plan, progress, result);

@@ -59,6 +59,8 @@ export function benchCommand(): Command {
     .option('--cluster', 'the cluster preset: one node and three, put and get, 64 connections' +
       ', through the leader and a follower')
     .option('--no-micro', 'skip the micro benchmarks')
+    .option('--micro-time <ms>', 'budget per micro benchmark task (default 500, quick 100)',
+      positive)
     .option('--no-sweep', 'skip the open-loop latency sweep')
     .option('--publish', 'copy the charts to bench/charts/ and the tables to bench/RESULTS.md')
     .exitOverride();
@@ -68,6 +70,7 @@ interface Flags {
   quick?: boolean; only?: string[]; workloads?: string[]; connections?: number[];
   target?: string; duration?: number; threads?: number; keys?: number; out?: string;
   viaFollower?: boolean; cluster?: boolean; micro: boolean; sweep: boolean; publish?: boolean;
+  microTime?: number;
 }
 
 export function registerBench(program: Command): void {
@@ -85,6 +88,7 @@ export function registerBench(program: Command): void {
       viaFollower: cluster || flags.viaFollower === true,
       micro: flags.micro && !cluster, sweep: flags.sweep && !cluster,
       publish: flags.publish === true, keys: flags.keys ?? null,
+      microTimeMs: flags.microTime ?? null,
       title: cluster ? 'hivekv cluster benchmark' : 'hivekv beside etcd and Redis',
     });
   }));
