@@ -39,6 +39,8 @@ export interface PointFigures {
    * sent (warm-up included, as the CPU is). */
   readonly generatorCores: number;
   readonly generatorMicrosPerRequest: number;
+  /** The generator's threads were busy most of the point: the target may do more. */
+  readonly generatorBound: boolean;
   /** The target's processes over the measured window, in cores; null when not ours. */
   readonly serverCores: number | null;
 }
@@ -124,11 +126,14 @@ export async function runPoint(spec: PointSpec, threads: number,
     (serverCpu() - serverCpu0) / ((performance.now() - measured0) / 1000);
   const cpu = process.cpuUsage(cpu0);
   const wallS = (performance.now() - wall0) / 1000;
-  return merge(spec, results, (cpu.user + cpu.system) / 1e6, wallS, serverCores);
+  return merge(spec, results, (cpu.user + cpu.system) / 1e6, wallS, serverCores, count);
 }
 
+/** Generator CPU per thread above which a figure is marked as set by the generator. */
+const GENERATOR_BOUND_CORES_PER_THREAD = 0.85;
+
 function merge(spec: PointSpec, results: WorkerResult[], cpuS: number, wallS: number,
-  serverCores: number | null): PointRun {
+  serverCores: number | null, threads: number): PointRun {
   const hist = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000,
     numberOfSignificantValueDigits: 3 });
   const lag = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000,
@@ -161,7 +166,7 @@ function merge(spec: PointSpec, results: WorkerResult[], cpuS: number, wallS: nu
     stuck: results.reduce((s, r) => s + r.stuck, 0), windowSeconds,
     generatorCores: cpuS / wallS,
     generatorMicrosPerRequest: all.requests === 0 ? NaN : cpuS * 1e6 / all.requests,
-    serverCores };
+    generatorBound: cpuS / wallS >= GENERATOR_BOUND_CORES_PER_THREAD * threads, serverCores };
   return { figures, checkRequests, checkAppliedByKey,
     checkKeyWrites: results.reduce((s, r) => s + r.checkKeyWrites, 0),
     checkWriteRequests: results.reduce((s, r) => s + r.checkWriteRequests, 0),

@@ -18,6 +18,8 @@ export interface SuiteOptions {
   readonly viaFollower: boolean;
   readonly micro: boolean;
   readonly sweep: boolean;
+  /** Cross-check put and get with an independent tool (wrk, redis-benchmark). */
+  readonly reference: boolean;
   readonly publish: boolean;
   readonly keys: number | null;
   /** Budget per micro benchmark task, ms (default 500, quick 100). */

@@ -15,6 +15,7 @@ import { runMicro, type MicroResult } from './micro.js';
 import { makePlan, MANY_CONNECTIONS, secondsPerTarget, type Plan,
   type SuiteOptions } from './plan.js';
 import { Progress } from './progress.js';
+import { referenceMissing, runReference, type ReferenceFigure } from './reference.js';
 import { writeReport } from './report.js';
 import { openStore, type Store } from './store.js';
 import { missingFor, ROOT, startEtcd, startHivekv, startRedis, stopEverything, urlTarget,
@@ -54,6 +55,9 @@ export interface SuiteResult {
   readonly targets: TargetRecord[];
   readonly micro: MicroResult[];
   readonly points: PointResult[];
+  /** The cross-check by an independent tool, and the lines of the ones skipped. */
+  readonly references: ReferenceFigure[];
+  readonly referencesSkipped: string[];
 }
 
 async function startTarget(name: TargetName, o: SuiteOptions, hivekvVersion: string):
@@ -75,7 +79,7 @@ interface TargetRun {
   readonly plan: Plan;
   readonly options: SuiteOptions;
   readonly progress: Progress;
-  readonly points: PointResult[];
+  readonly result: SuiteResult;
   nextId: number;
 }
 
@@ -112,18 +116,46 @@ async function measureEntry(run: TargetRun, entry: Entry): Promise<void> {
   const { plan } = run;
   for (const w of plan.workloads) {
     for (const connections of plan.connectionsFor(w)) {
-      run.points.push(await measure(run, entry, w, connections, null));
+      run.result.points.push(await measure(run, entry, w, connections, null));
     }
   }
   for (const w of plan.workloads.filter((x) => plan.sweepWorkloads.includes(x.name))) {
-    const peak = run.points.find((p) => p.target === entry.name && p.workload === w.name &&
-      p.mode === 'closed' && p.connections === MANY_CONNECTIONS);
+    const peak = peakOf(run, entry, w.name);
     if (peak === undefined || peak.figures.callsPerSecond <= 0) continue;
     for (const fraction of plan.sweepFractions) {
       const rate = peak.figures.callsPerSecond * fraction;
-      run.points.push(await measure(run, entry, w, MANY_CONNECTIONS, { rate, fraction }));
+      run.result.points.push(await measure(run, entry, w, MANY_CONNECTIONS,
+        { rate, fraction }));
     }
   }
+}
+
+function peakOf(run: TargetRun, entry: Entry, workload: string): PointResult | undefined {
+  return run.result.points.find((p) => p.target === entry.name && p.workload === workload &&
+    p.mode === 'closed' && p.connections === MANY_CONNECTIONS);
+}
+
+/** The same put and get by an independent tool, on the entry the suite measured first. */
+async function crossCheck(run: TargetRun, entry: Entry): Promise<void> {
+  const put = peakOf(run, entry, 'put');
+  const get = peakOf(run, entry, 'get');
+  if (!run.options.reference || put === undefined || get === undefined) return;
+  const missing = referenceMissing(run.target);
+  if (missing !== null) {
+    run.progress.line(`skip the cross-check of ${entry.name}: ${missing}`);
+    run.result.referencesSkipped.push(`${entry.name}: ${missing}`);
+    return;
+  }
+  run.progress.point(entry.name, 'put, get', MANY_CONNECTIONS, 'cross-check',
+    2 * Math.max(1, Math.round(run.plan.durationMs / 1000)));
+  const figures = await runReference(run.target, entry, run.plan.durationMs / 1000,
+    run.plan.keyCount, { put: put.figures.opsPerSecond, get: get.figures.opsPerSecond });
+  for (const f of figures) {
+    run.progress.line(`  ${f.target} ${f.workload} by ${f.tool}: ` +
+      `${Math.round(f.opsPerSecond).toLocaleString('en-US')} ops/s, p50 ${f.p50Ms} ms, ` +
+      `p99 ${f.p99Ms} ms`);
+  }
+  run.result.references.push(...figures);
 }
 
 async function benchTarget(name: TargetName, o: SuiteOptions, plan: Plan, progress: Progress,
@@ -144,9 +176,10 @@ async function benchTarget(name: TargetName, o: SuiteOptions, plan: Plan, progre
       progress.line(`${name}: writing ${plan.keyCount.toLocaleString('en-US')} keys`);
       await store.preload('k', plan.keyCount, valueBytesFor(target));
     }
-    const run: TargetRun = { target, store, plan, options: o, progress, points: result.points,
+    const run: TargetRun = { target, store, plan, options: o, progress, result,
       nextId: result.points.length + 1 };
     for (const entry of target.entries) await measureEntry(run, entry);
+    await crossCheck(run, first);
     result.targets.push({ name, label: target.label, version: target.version, skipped: null });
   } finally {
     store?.close();
@@ -174,7 +207,8 @@ export async function runSuite(o: SuiteOptions): Promise<string> {
     finishedAt: '', machine: machineInfo(), versions: toolVersions(), options: o,
     plan: { warmupMs: plan.warmupMs, durationMs: plan.durationMs, keyCount: plan.keyCount,
       sweepFractions: plan.sweepFractions, threads: o.threads },
-    workloads: plan.workloads, targets: [], micro: [], points: [] };
+    workloads: plan.workloads, targets: [], micro: [], points: [], references: [],
+    referencesSkipped: [] };
   try {
     if (o.micro) {
       result.micro.push(...await runMicro(plan.microTimeMs, o.quick, progress));

@@ -74,11 +74,13 @@ function throughputTable(r: SuiteResult, connections: number): Table | null {
   const workloads = [...new Set(points.map((p) => p.workload))];
   const cell = (p: PointResult | undefined) => p === undefined ? '-' :
     `${fmt(p.figures.opsPerSecond)}<br>${ms(p.figures.latency.p50Ms)} / ` +
-    `${ms(p.figures.latency.p99Ms)} ms${p.checks.every((c) => c.ok) ? '' : ' (check failed)'}`;
+    `${ms(p.figures.latency.p99Ms)} ms${p.figures.generatorBound ? ' ‡' : ''}` +
+    `${p.checks.every((c) => c.ok) ? '' : ' (check failed)'}`;
   return { title: `Closed loop, ${connections} connection${connections > 1 ? 's' : ''}: ` +
     'ops/s, p50 / p99', headers: ['workload', ...names],
   note: 'Peak throughput: each connection sends its next operation when the last one ' +
-    'answered. A batch of 16 puts counts 16 operations.',
+    'answered. A batch of 16 puts counts 16 operations. ‡: the load generator was busy most ' +
+    'of the point, so the target may well do more (see the cross-check).',
   rows: workloads.map((w) => [w, ...names.map((n) =>
     cell(points.find((p) => p.target === n && p.workload === w)))]) };
 }
@@ -100,6 +102,14 @@ function ratioTable(r: SuiteResult): Table | null {
   }) };
 }
 
+/** An open-loop rate was sustained: no backlog past the bound, and what was due got done. */
+export function sustained(p: PointResult): boolean {
+  const f = p.figures;
+  const offered = p.offeredPerSecond ?? 0;
+  return !f.saturated && f.callsPerSecond >= 0.95 * offered &&
+    f.unsent <= Math.max(p.connections, 0.02 * offered * f.windowSeconds);
+}
+
 function sweepTable(r: SuiteResult): Table | null {
   const points = r.points.filter((p) => p.mode === 'open');
   if (points.length === 0) return null;
@@ -114,7 +124,7 @@ function sweepTable(r: SuiteResult): Table | null {
       fmt(p.offeredPerSecond ?? 0), fmt(p.figures.callsPerSecond), ms(p.figures.latency.p50Ms),
       ms(p.figures.latency.p99Ms), ms(p.figures.latency.p999Ms),
       p.figures.sendLag === null ? '-' : ms(p.figures.sendLag.p99Ms),
-      p.figures.saturated ? 'no' : 'yes']) };
+      sustained(p) ? 'yes' : 'no']) };
 }
 
 function honestyTable(r: SuiteResult): Table | null {
@@ -143,11 +153,32 @@ function microTables(r: SuiteResult): Table[] {
       row.rmePercent === null ? '-' : fmt(row.rmePercent, 1)]) }));
 }
 
+function referenceTable(r: SuiteResult): Table | null {
+  if (r.references.length === 0 && r.referencesSkipped.length === 0) return null;
+  const suite = (target: string, workload: string) => closed(r).find((p) =>
+    p.target === target && p.workload === workload && p.connections === 64);
+  return { title: 'Cross-check: the same put and get by an independent tool (64 connections)',
+    note: 'wrk (one thread) for HTTP targets, redis-benchmark for Redis, run right after the ' +
+      'suite\'s own generator on the same server. A ratio near 1 means the generator did ' +
+      'not set the figure.' + (r.referencesSkipped.length > 0
+      ? ` Skipped: ${r.referencesSkipped.join('; ')}.` : ''),
+    headers: ['target', 'workload', 'suite ops/s', 'tool', 'tool ops/s', 'suite / tool',
+      'suite p50 / p99 ms', 'tool p50 / p99 ms'],
+    rows: r.references.map((x) => {
+      const own = suite(x.target, x.workload);
+      const ops = own?.figures.opsPerSecond ?? NaN;
+      return [x.target, x.workload, fmt(ops), x.tool, fmt(x.opsPerSecond),
+        `${fmt(ops / x.opsPerSecond, 2)}x`, own === undefined ? '-'
+          : `${ms(own.figures.latency.p50Ms)} / ${ms(own.figures.latency.p99Ms)}`,
+        `${ms(x.p50Ms)} / ${ms(x.p99Ms)}${x.non2xx > 0 ? ` (${x.non2xx} non-2xx)` : ''}`];
+    }) };
+}
+
 export function tables(r: SuiteResult): Table[] {
   const connectionCounts = [...new Set(closed(r).map((p) => p.connections))]
     .sort((a, b) => b - a);
   return [...connectionCounts.map((c) => throughputTable(r, c)), ratioTable(r), sweepTable(r),
-    honestyTable(r), ...microTables(r)].filter((t): t is Table => t !== null);
+    referenceTable(r), honestyTable(r), ...microTables(r)].filter((t): t is Table => t !== null);
 }
 
 const HIVEKV_NOTE = '- hivekv: one `POST /api/v1/kv` per operation; CAS is a `put` with ' +

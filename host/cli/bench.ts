@@ -6,6 +6,8 @@
  * bench/results/<timestamp>/. The suite is loaded from the built dist/bench/ on demand, so
  * serving never loads it.
  */
+import { cpus } from 'node:os';
+
 import { Command, InvalidArgumentError } from 'commander';
 
 const TARGETS = ['hivekv-1', 'hivekv-3', 'etcd-1', 'etcd-3', 'redis', 'redis-aof'] as const;
@@ -52,7 +54,7 @@ export function benchCommand(): Command {
       counts)
     .option('--target <url>', 'measure a running server speaking hivekv\'s HTTP surface')
     .option('--duration <seconds>', 'measured seconds per point (default 4, quick 1)', positive)
-    .option('--threads <n>', 'load generator threads (default 1)', positive)
+    .option('--threads <n>', 'load generator threads (default: 2, or 1 on one core)', positive)
     .option('--keys <n>', 'keys to preload (default 100000, quick 20000)', positive)
     .option('--out <dir>', 'report directory (default bench/results/<timestamp>)')
     .option('--via-follower', 'also load a cluster through a follower')
@@ -62,6 +64,7 @@ export function benchCommand(): Command {
     .option('--micro-time <ms>', 'budget per micro benchmark task (default 500, quick 100)',
       positive)
     .option('--no-sweep', 'skip the open-loop latency sweep')
+    .option('--no-reference', 'skip the cross-check by wrk and redis-benchmark')
     .option('--publish', 'copy the charts to bench/charts/ and the tables to bench/RESULTS.md')
     .exitOverride();
 }
@@ -69,7 +72,8 @@ export function benchCommand(): Command {
 interface Flags {
   quick?: boolean; only?: string[]; workloads?: string[]; connections?: number[];
   target?: string; duration?: number; threads?: number; keys?: number; out?: string;
-  viaFollower?: boolean; cluster?: boolean; micro: boolean; sweep: boolean; publish?: boolean;
+  viaFollower?: boolean; cluster?: boolean; micro: boolean; sweep: boolean; reference: boolean;
+  publish?: boolean;
   microTime?: number;
 }
 
@@ -84,9 +88,10 @@ export function registerBench(program: Command): void {
       workloads: flags.workloads ?? (cluster ? CLUSTER_PRESET.workloads : null),
       connections: flags.connections ?? (cluster ? CLUSTER_PRESET.connections : null),
       target: flags.target ?? null, durationSeconds: flags.duration ?? null,
-      threads: Math.floor(flags.threads ?? 1), out: flags.out ?? null,
+      threads: Math.floor(flags.threads ?? Math.min(2, cpus().length)), out: flags.out ?? null,
       viaFollower: cluster || flags.viaFollower === true,
       micro: flags.micro && !cluster, sweep: flags.sweep && !cluster,
+      reference: flags.reference,
       publish: flags.publish === true, keys: flags.keys ?? null,
       microTimeMs: flags.microTime ?? null,
       title: cluster ? 'hivekv cluster benchmark' : 'hivekv beside etcd and Redis',

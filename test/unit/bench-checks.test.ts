@@ -22,6 +22,7 @@ function run(over: Partial<PointRun> & { all?: Partial<Counts> } = {}): PointRun
     figures: { opsPerSecond: 10, callsPerSecond: 10, requestsPerSecond: 10, latency,
       sendLag: null, window: counts(), all: counts(over.all), saturated: false, unsent: 0,
       stuck: 0, windowSeconds: 1, generatorCores: 0.1, generatorMicrosPerRequest: 10,
+      generatorBound: false,
       serverCores: null },
     checkRequests: {}, checkKeyWrites: 0, checkWriteRequests: 0, checkAppliedByKey: {},
     writtenKeys: [], ...over,
