@@ -28,6 +28,9 @@ function throughputSpec(r: SuiteResult, connections: number): TopLevelSpec | nul
       p99: p.figures.latency.p99Ms }));
   if (values.length === 0) return null;
   const workloads = [...new Set(values.map((v) => v.workload))];
+  const targets = [...new Set(values.map((v) => v.target))];
+  const smallest = Math.min(...values.map((v) => v.ops).filter((ops) => ops > 0));
+  const floor = 10 ** Math.floor(Math.log10(Number.isFinite(smallest) ? smallest : 1));
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     background: 'white', width: WIDTH, data: { values },
@@ -35,10 +38,12 @@ function throughputSpec(r: SuiteResult, connections: number): TopLevelSpec | nul
     mark: { type: 'bar', tooltip: true },
     encoding: {
       y: { field: 'workload', type: 'nominal', sort: workloads, title: null },
-      yOffset: { field: 'target', type: 'nominal' },
-      x: { field: 'ops', type: 'quantitative', scale: { type: 'log' },
+      yOffset: { field: 'target', type: 'nominal', sort: targets },
+      // A log scale has no zero: bars start at the decade below the smallest figure.
+      x: { field: 'ops', type: 'quantitative', scale: { type: 'log', domainMin: floor },
         title: 'operations per second (log scale)' },
-      color: { field: 'target', type: 'nominal', title: 'target' },
+      x2: { datum: floor },
+      color: { field: 'target', type: 'nominal', title: 'target', sort: targets },
     },
   };
 }
@@ -63,7 +68,8 @@ function latencySpec(r: SuiteResult): TopLevelSpec | null {
           title: 'offered operations per second (log scale)' },
         y: { field: 'ms', type: 'quantitative', scale: { type: 'log' },
           title: 'latency, ms (log scale)' },
-        color: { field: 'target', type: 'nominal' },
+        color: { field: 'target', type: 'nominal', sort: [...new Set(values.map((v) =>
+          v.target))] },
         strokeDash: { field: 'percentile', type: 'nominal', sort: ['p50', 'p99', 'p99.9'] },
         shape: { field: 'percentile', type: 'nominal', sort: ['p50', 'p99', 'p99.9'] },
       },
