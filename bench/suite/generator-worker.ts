@@ -84,6 +84,8 @@ export interface WorkerResult {
 
 const LATENCY_MICROS_MAX = 120_000_000;
 const BACKLOG_SECONDS_MAX = 2;
+/** Due indexes shared with the clock thread are int32. */
+const DUE_INDEX_MAX = 0x7fff_ffff;
 const DRAIN_TIMEOUT_MS = 10_000;
 const WRITTEN_SAMPLE_MAX = 256;
 /** A prime: `BATCH_SIZE` multiples of it fall on distinct keys of any key space it does
@@ -142,6 +144,8 @@ class Generator {
   readonly cumulative: number[] = [];
   measuring = false;
   stopping = false;
+  /** Open loop: sends every operation due by now that finds a free connection. */
+  dispatchDue: () => void = () => undefined;
   inFlight = 0;
   sequence = 0;
 
@@ -398,9 +402,15 @@ class Lane {
     this.op = null;
     this.gen.inFlight--;
     if (this.gen.stopping) return;
-    if (this.gen.spec.mode === 'closed') this.start(now);
-    else if (this.backlog.length > 0) this.start(this.backlog.shift()!);
-    else this.idle.push(this);
+    if (this.gen.spec.mode === 'closed') {
+      this.start(now);
+    } else if (this.backlog.length > 0) {
+      this.start(this.backlog.shift()!);
+    } else {
+      this.idle.push(this);
+      // Replies wake this thread often under load: send what fell due since the last tick.
+      this.gen.dispatchDue();
+    }
   }
 }
 
@@ -467,12 +477,16 @@ function runOpen(gen: Generator, lanes: Lane[], idle: Lane[], backlog: Backlog, 
       else backlog.push(intended);
     }
     if (backlog.length > backlogMax) saturated = true;
+    Atomics.store(dispatched, 0, Math.min(due, DUE_INDEX_MAX));
   };
+  // How far this thread has dispatched, read by the clock: it skips a tick that is not needed.
+  const dispatched = new Int32Array(new SharedArrayBuffer(4));
+  gen.dispatchDue = dispatch;
   const channel = new MessageChannel();
   channel.port1.on('message', dispatch);
   const clock = new Worker(new URL('./clock-worker.js', import.meta.url), {
-    workerData: { port: channel.port2, startMs: performance.timeOrigin + t0, intervalMs },
-    transferList: [channel.port2] });
+    workerData: { port: channel.port2, startMs: performance.timeOrigin + t0, intervalMs,
+      dispatched }, transferList: [channel.port2] });
   return {
     async stop() {
       await clock.terminate();
