@@ -27,7 +27,8 @@ export interface PointFigures {
   readonly callsPerSecond: number;
   readonly requestsPerSecond: number;
   readonly latency: Latency;
-  /** Open loop: how late the generator sent operations that found a free connection. */
+  /** Open loop: intended start to send (the generator's lateness, and the wait for a free
+   * connection when all were busy). */
   readonly sendLag: Latency | null;
   readonly window: Counts;
   readonly all: Counts;

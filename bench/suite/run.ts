@@ -4,10 +4,10 @@
  * point, and a report under `bench/results/<timestamp>/` (results.json, results.md, charts,
  * report.html). Servers are started here and stopped by PID, also on Ctrl-C.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { checkPoint, type Check } from './checks.js';
+import { answered, checkPoint, type Check } from './checks.js';
 import { runPoint, type PointFigures } from './generator.js';
 import type { PointSpec } from './generator-worker.js';
 import { machineInfo, toolVersions, type MachineInfo } from './machine-info.js';
@@ -201,6 +201,19 @@ async function benchTarget(name: TargetName, o: SuiteOptions, plan: Plan, progre
     store?.close();
     await target.stop();
   }
+}
+
+/**
+ * Writes the report of an earlier run again from its results.json (after a change to the
+ * report's code, or to publish it); returns the directory.
+ */
+export async function rerender(dir: string, publish: boolean): Promise<string> {
+  const result = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as SuiteResult;
+  // The one check that depends on the figures alone follows the current code.
+  const points = result.points.map((p) => ({ ...p, checks: p.checks.map((c) =>
+    c.name === 'answered' ? answered(p.figures) : c) }));
+  await writeReport({ ...result, points }, dir, publish);
+  return dir;
 }
 
 /** Runs the suite; returns the directory holding the report. */

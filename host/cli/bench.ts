@@ -66,6 +66,8 @@ export function benchCommand(): Command {
     .option('--no-sweep', 'skip the open-loop latency sweep')
     .option('--no-reference', 'skip the cross-check by wrk and redis-benchmark')
     .option('--publish', 'copy the charts to bench/charts/ and the tables to bench/RESULTS.md')
+    .option('--report-from <dir>', 'write the report of an earlier run again from its ' +
+      'results.json (nothing is measured)')
     .exitOverride();
 }
 
@@ -74,15 +76,19 @@ interface Flags {
   target?: string; duration?: number; threads?: number; keys?: number; out?: string;
   viaFollower?: boolean; cluster?: boolean; micro: boolean; sweep: boolean; reference: boolean;
   publish?: boolean;
-  microTime?: number;
+  microTime?: number; reportFrom?: string;
 }
 
 export function registerBench(program: Command): void {
   program.addCommand(benchCommand().action(async (flags: Flags) => {
     const cluster = flags.cluster === true;
     const suitePath = '../../bench/suite/run.js';
-    const { runSuite } = await import(suitePath) as typeof import('../../bench/suite/run.js');
-    await runSuite({
+    const suite = await import(suitePath) as typeof import('../../bench/suite/run.js');
+    if (flags.reportFrom !== undefined) {
+      await suite.rerender(flags.reportFrom, flags.publish === true);
+      return;
+    }
+    await suite.runSuite({
       quick: flags.quick === true,
       only: (flags.only ?? (cluster ? CLUSTER_PRESET.only : null)) as never,
       workloads: flags.workloads ?? (cluster ? CLUSTER_PRESET.workloads : null),
