@@ -55,13 +55,16 @@ function latencySpec(r: SuiteResult): TopLevelSpec | null {
       workload: p.workload, target: p.target, percentile, ms: Math.max(ms, 0.001),
       offered: p.offeredPerSecond ?? 0 })));
   if (values.length === 0) return null;
+  const order = ['p50', 'p99', 'p99.9'];
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     background: 'white', data: { values },
-    facet: { column: { field: 'workload', type: 'nominal', title: null } },
+    // One panel per workload (columns) and percentile (rows), one line per target.
+    facet: { column: { field: 'workload', type: 'nominal', title: null },
+      row: { field: 'percentile', type: 'nominal', sort: order, title: null } },
     resolve: { scale: { x: 'independent' } },
     spec: {
-      width: WIDTH / 2, height: 260,
+      width: WIDTH / 2, height: 150,
       mark: { type: 'line', point: true, tooltip: true },
       encoding: {
         x: { field: 'offered', type: 'quantitative', scale: { type: 'log' },
@@ -70,8 +73,6 @@ function latencySpec(r: SuiteResult): TopLevelSpec | null {
           title: 'latency, ms (log scale)' },
         color: { field: 'target', type: 'nominal', sort: [...new Set(values.map((v) =>
           v.target))] },
-        strokeDash: { field: 'percentile', type: 'nominal', sort: ['p50', 'p99', 'p99.9'] },
-        shape: { field: 'percentile', type: 'nominal', sort: ['p50', 'p99', 'p99.9'] },
       },
     },
   };
