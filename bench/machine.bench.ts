@@ -22,18 +22,22 @@ import { DEFAULT_TENANT } from '../host/machine/commands.js';
 import { StateMachine } from '../host/machine/state-machine.js';
 import { ReferenceModel } from '../test/model/reference-model.js';
 import { createUnitRandom } from '../host/core/prng.js';
+import { writeMicroJson } from './micro-json.js';
 
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000);
 const MODEL_KEYS = Number(process.env.BENCH_MODEL_KEYS ?? 10_000);
 const TIME_MS = Number(process.env.BENCH_TIME_MS ?? 1_000);
-const WARMUP_MS = 200;
+const WARMUP_MS = Math.min(200, TIME_MS);
 const VALUE_BYTES = 100;
 const VALUE = `"${'x'.repeat(VALUE_BYTES - 2)}"`;
 const NS = 'bench';
 const CEILING = 4 * 1024 * 1024;
 const LOAD_BATCH = 256;
-/** Ops pre-encoded per workload: enough distinct keys to leave the caches cold. */
-const POOL_OPS = 131_072;
+/**
+ * Ops pre-encoded per workload: enough distinct keys to leave the caches cold over a task's
+ * budget (131,072 from a budget of one second; fewer for the suite's short smoke runs).
+ */
+const POOL_OPS = Math.min(131_072, Math.max(8_192, TIME_MS * 132));
 const BATCHES = [1, 16, 256] as const;
 const PAGE_ROWS = 100;
 
@@ -261,6 +265,11 @@ async function main(): Promise<void> {
     const g = modelFigures[i]!;
     console.log(`| ${g.name.slice(6)} | ${(f.perSecond / g.perSecond).toFixed(1)}x |`);
   });
+  writeMicroJson([...figures, ...smallFigures, ...modelFigures].map((f) => ({ name: f.name,
+    perSecond: f.perSecond, unit: f.unit, p50us: f.p50us, p99us: f.p99us, rmePercent: f.rme })),
+  [`${fmt(KEYS)} keys: load ${loadT.ms.toFixed(0)} ms, snapshot ${snap.ms.toFixed(0)} ms ` +
+    `(${fmt(snap.value.length)} bytes), restore ${restore.ms.toFixed(0)} ms, ` +
+    `${(perKey - keyOf(0).length - VALUE_BYTES).toFixed(1)} bytes of overhead per key`]);
 }
 
 await main();

@@ -12,11 +12,12 @@ import { Bench } from 'tinybench';
 
 import type { Message } from '../host/core/raft/messages.js';
 import { createRaft, type RaftCore } from '../host/core/raft/raft.js';
+import { writeMicroJson, type MicroRow } from './micro-json.js';
 
 const IDS = ['n1', 'n2', 'n3'];
 const ENTRY_DATA_BYTES = 100;
 const TIME_MS = Number(process.env['BENCH_TIME_MS'] ?? 2_000);
-const WARMUP_MS = 300;
+const WARMUP_MS = Math.min(300, TIME_MS);
 /** Ready/deliver rounds one iteration may take before the benchmark calls it stuck. */
 const ROUNDS_MAX = 1_000;
 
@@ -113,6 +114,7 @@ async function main(): Promise<void> {
   console.log(`node ${process.version}, ${cpus()[0]?.model ?? 'unknown cpu'}`);
   console.log('| task | ops/s | step() msgs/op | step() msgs/s | p50 us | p99 us | rme |');
   console.log('|---|---|---|---|---|---|---|');
+  const rows: MicroRow[] = [];
   for (const task of bench.tasks) {
     const r = task.result;
     const count = stepsPerTask.get(task.name);
@@ -122,7 +124,11 @@ async function main(): Promise<void> {
     console.log(`| ${task.name} | ${opsPerSecond.toFixed(0)} | ${perOp.toFixed(1)} | ` +
       `${(perOp * opsPerSecond).toFixed(0)} | ${((r.latency.p50 ?? 0) * 1000).toFixed(1)} | ` +
       `${((r.latency.p99 ?? 0) * 1000).toFixed(1)} | ${r.latency.rme.toFixed(1)}% |`);
+    rows.push({ name: task.name, perSecond: opsPerSecond, unit: 'rounds/s',
+      p50us: (r.latency.p50 ?? 0) * 1000, p99us: (r.latency.p99 ?? 0) * 1000,
+      rmePercent: r.latency.rme });
   }
+  writeMicroJson(rows);
 }
 
 await main();

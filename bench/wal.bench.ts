@@ -15,10 +15,11 @@ import { Bench } from 'tinybench';
 
 import type { Entry } from '../host/core/raft/types.js';
 import { FileStorage } from '../host/storage/file-storage.js';
+import { writeMicroJson } from './micro-json.js';
 
 const ENTRY_DATA_BYTES = 100;
 const TIME_MS = Number(process.env.BENCH_TIME_MS ?? 3_000);
-const WARMUP_MS = 300;
+const WARMUP_MS = Math.min(300, TIME_MS);
 const CONCURRENT_CALLERS = 16;
 
 interface Case {
@@ -114,3 +115,7 @@ function render(rows: readonly Row[]): string {
 const rows: Row[] = [];
 for (const spec of CASES) rows.push(await runCase(spec));
 console.log(render(rows));
+writeMicroJson(rows.map((row) => ({ name: row.name, perSecond: row.entriesPerSecond,
+  unit: 'entries/s', p50us: row.p50Ms * 1000, p99us: row.p99Ms * 1000,
+  rmePercent: row.rmePercent })), rows.map((row) => `${row.name}: ` +
+  `${row.fsyncsPerSecond.toFixed(0)} fsyncs/s, ${row.samples} samples`));

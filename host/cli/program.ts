@@ -6,6 +6,7 @@
  * flag); a command may use 1 for "ran, but the answer is no" (its help says so).
  */
 import { Command, CommanderError } from 'commander';
+import { registerBench } from './bench.js';
 import { docsPath } from './connection.js';
 import { registerHealth } from './health.js';
 import { registerKv } from './kv.js';
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   registerServe(program);
   registerKv(program);
   registerHealth(program);
+  registerBench(program);
   return program;
 }
 
