@@ -20,7 +20,6 @@
  * Must never: write outside `<dir>/wal/`, retry a failed write or fsync, or drop a record
  * that recovery cannot prove was torn at the very end of the newest segment.
  */
-import { writeSync } from 'node:fs';
 import { open, readdir, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -102,15 +101,6 @@ export async function writeFully(
       position + done);
     if (bytesWritten <= 0) throw new Error(`write made no progress at byte ${position + done}`);
     done += bytesWritten;
-  }
-}
-
-/** `writeFully` on the calling thread, for small writes into the page cache. */
-function writeFullySync(fd: number, bytes: Uint8Array, position: number): void {
-  for (let done = 0; done < bytes.byteLength;) {
-    const written = writeSync(fd, bytes, done, bytes.byteLength - done, position + done);
-    if (written <= 0) throw new Error(`write made no progress at byte ${position + done}`);
-    done += written;
   }
 }
 
@@ -257,8 +247,6 @@ export class Wal {
   private writesInFlight: Array<Promise<void>> = [];
   /** The first write-through that failed; every later flush rejects with it. */
   private writeFailure: unknown = null;
-  /** A flush is running (its fdatasync may hold pages of the tail locked). */
-  private flushing = false;
 
   /** `preallocate` false creates every segment file on demand (tests of file layouts). */
   constructor(
@@ -316,12 +304,11 @@ export class Wal {
    * Starts writing the buffered records to the page cache now, when they all belong to the
    * open tail segment and nothing before them must be made durable first (no unlink, cut or
    * new file pending); otherwise leaves them to `flush`. Their fdatasync is the next flush's,
-   * which first waits for the write. While a flush runs, the write goes to the thread pool: a
-   * page that the running fdatasync is writing back stays locked until the disk is done with
-   * it, and a write into it would stall the event loop for that long. With no flush running
-   * it is a plain synchronous copy into the page cache, which saves a thread-pool round trip
-   * on an idle node. The caller makes sure nothing else must precede the records
-   * (FileStorage: a new term or vote).
+   * which first waits for the write. The write runs on the thread pool, never on the event
+   * loop: even a write into the page cache can wait for the disk (a page being written back
+   * stays locked; the file's new mtime waits for a journal commit on ext4), and measured on a
+   * busy node, synchronous writes took a quarter of the event loop's time. The caller makes
+   * sure nothing else must precede the records (FileStorage: a new term or vote).
    */
   writeThrough(): void {
     const tail = this.segments.at(-1);
@@ -332,14 +319,10 @@ export class Wal {
     if (this.segments.some((segment) => segment.pendingStart < segment.fileBytes)) return;
     const bytes = tail.pendingChunks.length === 1 ? tail.pendingChunks[0]!
       : Buffer.concat(tail.pendingChunks, tail.pendingBytes);
-    if (this.flushing) {
-      this.writesInFlight.push(writeFully(tail.handle, bytes, tail.pendingStart).catch(
-        (error: unknown) => {
-          this.writeFailure ??= error;
-        }));
-    } else {
-      writeFullySync(tail.handle.fd, bytes, tail.pendingStart);
-    }
+    this.writesInFlight.push(writeFully(tail.handle, bytes, tail.pendingStart).catch(
+      (error: unknown) => {
+        this.writeFailure ??= error;
+      }));
     tail.fileBytes = tail.pendingStart + tail.pendingBytes;
     tail.pendingStart = tail.fileBytes;
     tail.pendingChunks = [];
@@ -421,15 +404,6 @@ export class Wal {
    * the caller must stop using it.
    */
   async flush(): Promise<void> {
-    this.flushing = true;
-    try {
-      await this.flushInOrder();
-    } finally {
-      this.flushing = false;
-    }
-  }
-
-  private async flushInOrder(): Promise<void> {
     if (this.writesInFlight.length > 0) await Promise.all(this.writesInFlight.splice(0));
     if (this.writeFailure !== null) throw this.writeFailure;
     const unlinks = this.unlinkQueue.splice(0).sort((a, b) => b.firstIndex - a.firstIndex);
