@@ -98,6 +98,8 @@ export class WsTransport implements Transport {
   }
 
   private accept(socket: WebSocket, request: IncomingMessage): void {
+    // First, before any branch: an `error` event with no listener would end the process.
+    socket.on('error', () => socket.terminate());
     const url = request.url ?? '';
     const from = url.startsWith(PATH_PREFIX) ? decodeURIComponent(url.slice(PATH_PREFIX.length))
       : '';
@@ -113,7 +115,6 @@ export class WsTransport implements Transport {
       this.onFrame(from, frame);
     });
     socket.on('close', () => this.inbound.delete(socket));
-    socket.on('error', () => socket.terminate());
   }
 
   private dial(link: OutboundLink): void {
@@ -121,12 +122,12 @@ export class WsTransport implements Transport {
     const { host, port } = link.peer;
     const url = `ws://${host}:${port}${PATH_PREFIX}${encodeURIComponent(this.options.selfId)}`;
     const socket = new WebSocket(url, { perMessageDeflate: false, maxPayload: FRAME_BYTES_MAX });
+    socket.on('error', () => undefined);
     link.socket = socket;
     socket.on('open', () => {
       link.reconnectDelayMs = RECONNECT_DELAY_MIN_MS;
       this.options.onLinkChange?.(link.peer.id, true);
     });
-    socket.on('error', () => undefined);
     socket.on('close', () => {
       if (link.socket === socket) link.socket = null;
       this.options.onLinkChange?.(link.peer.id, false);
