@@ -42,6 +42,12 @@ import type {
   KvService, NodeHealth, QuotaView, ServiceResult, Unavailable, UnavailableReason,
 } from './service.js';
 
+/** Entry bytes per append and bytes per snapshot chunk: the peer link's frame bound follows
+ * from them (`assertFrameBound`). */
+export const RAFT_FRAME_SETTINGS = {
+  maxEntriesBytesPerAppend: 1024 * 1024,
+  maxSnapshotChunkBytes: 1024 * 1024,
+} as const;
 /** Client requests waiting on this node at once; past it, 503 `overloaded`. */
 export const PENDING_REQUESTS_MAX = 100_000;
 /** Tenants whose quota row is cached; past it the cache starts over. */
@@ -61,6 +67,8 @@ export interface ReplicaOptions {
   readonly expireBatch: number;
   readonly snapshotEveryEntries: number;
   readonly snapshotEveryBytes: number;
+  /** Reported by `/health`; empty in tests that run no cluster. */
+  readonly clusterId?: string;
 }
 
 export interface ReplicaDeps {
@@ -166,8 +174,7 @@ export class Replica implements KvService {
       heartbeatTicks: 1,
       seed: this.options.seed,
       maxInflightAppends: 64,
-      maxEntriesBytesPerAppend: 1024 * 1024,
-      maxSnapshotChunkBytes: 1024 * 1024,
+      ...RAFT_FRAME_SETTINGS,
       preVote: true,
       checkQuorum: true,
     }, {
@@ -248,6 +255,7 @@ export class Replica implements KvService {
       term: status?.term ?? 0,
       commitIndex: status?.commitIndex ?? 0,
       appliedIndex: this.deps.machine.appliedIndex,
+      clusterId: this.options.clusterId ?? '',
     };
   }
 
