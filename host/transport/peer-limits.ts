@@ -88,13 +88,16 @@ export class PreauthGuard {
   }
 
   /**
-   * Counts the plaintext bytes `socket` delivers from now on. Attach it in the same tick as
-   * the reader that consumes them, so that no chunk flows before both listen. (Bytes read
-   * past the upgrade request go back into the socket, `ws` unshifts them, and count here.)
+   * Counts the plaintext bytes `socket` delivers from now on, after `alreadyBytes`. Attach it
+   * only once the WebSocket reads the socket (after `ws` took it over): a `data` listener
+   * added earlier would set the socket flowing, and the bytes `ws` puts back into it (those
+   * read past the upgrade request) would then be emitted at once, before `ws` listens.
    */
-  countFrom(socket: Socket): void {
+  countFrom(socket: Socket, alreadyBytes = 0): void {
     this.counted = socket;
+    this.bytes += alreadyBytes;
     socket.on('data', this.onData);
+    if (this.bytes > PREAUTH_BYTES_MAX) this.violate('bytes');
   }
 
   authenticated(): void {

@@ -140,10 +140,11 @@ export class PeerServer {
         .slice(0, 64)}`);
       return;
     }
-    // Counting starts in this tick, and `handleUpgrade` attaches its reader in this tick too.
-    guard.countFrom(socket);
     this.wss.handleUpgrade(request, socket, head, (webSocket) => {
       webSocket.on('error', () => webSocket.terminate());
+      // `ws` reads the socket now; the bytes past the upgrade request (`head`) come back
+      // through it on the next tick, and count with the rest.
+      guard.countFrom(socket);
       this.options.onUpgrade(webSocket, () => {
         guard.authenticated();
         if (this.pending.get(remote) === guard) this.pending.delete(remote);

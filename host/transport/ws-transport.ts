@@ -18,6 +18,7 @@
  * closed and logged (one line per kind per window, however many there are).
  */
 import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { WebSocket } from 'ws';
 import type { PeerAddress } from '../node/config.js';
 import {
@@ -178,6 +179,7 @@ export class WsTransport implements Transport {
     const handshake = new AcceptorHandshake({ clusterId, selfId }, secrets,
       randomBytes(NONCE_BYTES), (id) => this.admits(id));
     let peerId: string | null = null;
+    let refused = false;
     this.strangers.add(socket);
     socket.on('close', () => {
       this.strangers.delete(socket);
@@ -189,12 +191,15 @@ export class WsTransport implements Transport {
         else this.violation(socket, 'protocol', remote, `${peerId} sent text after the handshake`);
         return;
       }
+      // Frames already buffered behind a refusal are not heard.
+      if (refused) return;
       const step = this.handshakeStep(handshake, data, isBinary);
       if (step.kind === 'send') {
         socket.send(step.message);
         return;
       }
       if (step.kind === 'refused') {
+        refused = true;
         this.refuse(socket, step, remote);
         return;
       }
@@ -247,23 +252,35 @@ export class WsTransport implements Transport {
     link.authenticated = false;
     const remote = `${host}:${port}`;
     const guard = { current: null as PreauthGuard | null };
+    let upgraded: Socket | null = null;
     socket.on('upgrade', (response) => {
+      upgraded = response.socket;
       guard.current = new PreauthGuard(response.socket, (violation) => this.noteRefusal(violation,
         remote, `${link.peer.id} did not complete the handshake`));
-      guard.current.countFrom(response.socket);
     });
     const handshake = new DialerHandshake({ clusterId: this.options.clusterId,
       selfId: this.options.selfId }, link.peer.id, this.options.secrets, randomBytes(NONCE_BYTES));
-    socket.on('open', () => socket.send(handshake.hello()));
+    socket.on('open', () => {
+      // Only now: `ws` reads the socket (see PreauthGuard.countFrom).
+      if (upgraded !== null) guard.current?.countFrom(upgraded);
+      socket.send(handshake.hello());
+    });
+    let refused = false;
     socket.on('message', (data, isBinary) => {
       if (link.authenticated) {
         if (isBinary) this.deliver(link.peer.id, data);
         return;
       }
+      if (refused) return;
       const step = this.handshakeStep(handshake, data, isBinary);
-      if (step.kind === 'send') socket.send(step.message);
-      else if (step.kind === 'refused') this.refuse(socket, step, remote, link.peer.id);
-      else this.linkUp(link, socket, guard.current, step.peerSecretIndex);
+      if (step.kind === 'send') {
+        socket.send(step.message);
+      } else if (step.kind === 'refused') {
+        refused = true;
+        this.refuse(socket, step, remote, link.peer.id);
+      } else {
+        this.linkUp(link, socket, guard.current, step.peerSecretIndex);
+      }
     });
     socket.on('close', () => this.onDialledClose(link, socket, guard.current));
   }
