@@ -7,6 +7,7 @@ import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { hostname } from 'node:os';
+import { createSecureContext } from 'node:tls';
 import { join, resolve } from 'node:path';
 import { JwtAuthenticator } from '../http/auth.js';
 import { TokenBucketRateLimiter } from '../http/rate-limit.js';
@@ -35,17 +36,21 @@ const SHUTDOWN_DRAIN_MS = 5000;
 const METRICS_REFRESH_MS = 5000;
 const TENANTS_IN_METRICS_MAX = 100;
 
-function buildTransport(config: NodeConfig, clusterId: string, logger: Logger) {
+function buildTransport(config: NodeConfig, clusterId: string, tls: PeerTlsMaterial | null,
+  logger: Logger) {
   if (config.peers.length === 1 || config.peerListen === null) return new NoPeersTransport();
   const secrets = config.clusterSecrets;
   if (secrets === null) throw new Error('assertion failed: a node with peers has no secret');
   assertFrameBound(RAFT_FRAME_SETTINGS);
   return new WsTransport({ selfId: config.id, clusterId, secrets, listen: config.peerListen,
-    peers: config.peers, tls: readTlsMaterial(config.tls),
-    log: logger.child({ component: 'peers' }) });
+    peers: config.peers, tls, log: logger.child({ component: 'peers' }) });
 }
 
-/** Reads the PEM files once at start; a file that cannot be read stops the start, named. */
+/**
+ * Reads the PEM files once at start and checks that they make a TLS context (parseable, the
+ * key matching the certificate): a file that cannot serve stops the start, named, instead
+ * of failing the first handshake.
+ */
 function readTlsMaterial(files: TlsFiles | null): PeerTlsMaterial | null {
   if (files === null) return null;
   const read = (variable: string, path: string): Buffer => {
@@ -55,11 +60,19 @@ function readTlsMaterial(files: TlsFiles | null): PeerTlsMaterial | null {
       throw new Error(`${variable}=${path}: ${(error as Error).message}`);
     }
   };
-  return {
+  const material = {
     cert: read('HIVEKV_TLS_CERT', files.certFile),
     key: read('HIVEKV_TLS_KEY', files.keyFile),
     ca: files.caFile === null ? null : read('HIVEKV_TLS_CA', files.caFile),
   };
+  try {
+    createSecureContext({ cert: material.cert, key: material.key, ca: material.ca ?? undefined });
+  } catch (error) {
+    throw new Error(`HIVEKV_TLS_CERT=${files.certFile}, HIVEKV_TLS_KEY=${files.keyFile}` +
+      `${files.caFile === null ? '' : `, HIVEKV_TLS_CA=${files.caFile}`}: ` +
+      `${(error as Error).message}`);
+  }
+  return material;
 }
 
 /**
@@ -85,6 +98,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
   const dataDir = resolve(config.dataDir);
   await assertPortFree(config.host, config.port);
+  const tls = readTlsMaterial(config.tls);
   const releaseLock = await lockDataDir(dataDir);
   const clusterId = await settleClusterId(dataDir, config.clusterId);
   if (clusterId.note !== null) logger.info({ clusterId: clusterId.id }, clusterId.note);
@@ -100,7 +114,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     onFsyncSeconds: (seconds) => metrics.observeFsync(seconds),
   });
   const machine = StateMachine.create();
-  const transport = buildTransport(config, clusterId.id, logger);
+  const transport = buildTransport(config, clusterId.id, tls, logger);
   // The status table asks the replica for members and health only once both exist.
   const cluster: ClusterStatus = new ClusterStatus(config.id, {
     transport, scheduler: realScheduler, monotonicMs: () => performance.now(),

@@ -345,7 +345,7 @@ export class WsTransport implements Transport {
   private noteDialFailure(link: OutboundLink, message: string): void {
     if (message === link.lastFailure) return;
     link.lastFailure = message;
-    const admit = this.throttle.admit(`dial-${link.peer.id}`, Date.now());
+    const admit = this.throttle.admit(`dial-${link.peer.id}-${message}`, Date.now());
     if (!admit.log) return;
     this.log.warn({ peer: link.peer.id, address: `${link.peer.host}:${link.peer.port}`,
       error: message, held: admit.held }, 'cannot reach peer; retrying');
@@ -356,7 +356,8 @@ export class WsTransport implements Transport {
     this.stats.refusals[kind] = (this.stats.refusals[kind] ?? 0) + 1;
     const admit = this.throttle.admit(kind, Date.now());
     if (!admit.log) return;
-    this.log.warn({ remote, ...fields, detail, heldBack: admit.held }, 'peer connection refused');
+    this.log.warn({ remote, kind, ...fields, detail, heldBack: admit.held },
+      'peer connection refused');
   }
 }
 
