@@ -124,6 +124,8 @@ export class Replica implements KvService {
   private state: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
   private tickTimer: TimerHandle | null = null;
   private sweepTimer: TimerHandle | null = null;
+  /** The log index of the last sweep this node proposed as leader; 0 before any. */
+  private sweepProposedIndex = 0;
   private snapshotIndex = 0;
   /** The term of the last applied entry, for the meta of the next snapshot. */
   private appliedTerm = 0;
@@ -460,15 +462,28 @@ export class Replica implements KvService {
     this.sweepTimer = this.deps.scheduler.after(this.options.expireEveryMs, () => {
       if (this.state !== 'running') return;
       const status = this.core.status();
-      if (status.role === 'leader' && this.deps.machine.liveKeyCount() > 0 &&
+      if (status.role === 'leader' && this.sweepDue() &&
         this.pendingCount() < PENDING_REQUESTS_MAX) {
         const command = encodeCommand({ kind: 'sweep', maxKeys: this.options.expireBatch });
         const seq = this.nextSeq++;
-        this.core.propose(encodeEnvelope(this.origin, seq, command), this.deps.scheduler.nowMs());
+        const result = this.core.propose(encodeEnvelope(this.origin, seq, command),
+          this.deps.scheduler.nowMs());
+        if (result.kind === 'proposed') this.sweepProposedIndex = result.index;
         this.pump();
       }
       this.scheduleSweep();
     });
+  }
+
+  /**
+   * A sweep is due once the clock reaches the machine's next expiry (an entry stamped
+   * earlier would remove nothing), and once the last sweep this node proposed is applied
+   * (a leader that cannot commit piles up no sweeps).
+   */
+  private sweepDue(): boolean {
+    const next = this.deps.machine.nextExpiryMs();
+    return next !== null && this.deps.scheduler.nowMs() >= next &&
+      this.deps.machine.appliedIndex >= this.sweepProposedIndex;
   }
 
   /** Takes every Ready the core has, then starts an fsync if one is due. Never re-enters. */
