@@ -38,6 +38,7 @@ export class LinkProxy {
   private server: Server | null = null;
   private readonly pairs = new Set<Pair>();
   private mode: LinkMode = { kind: 'pass' };
+  private port = 0;
   /** The first bytes the dialler sent on each connection, oldest first. */
   readonly recorded: Buffer[] = [];
 
@@ -54,7 +55,13 @@ export class LinkProxy {
       server.listen(port, '127.0.0.1', () => resolve());
     });
     const address = server.address();
-    return typeof address === 'object' && address !== null ? address.port : 0;
+    this.port = typeof address === 'object' && address !== null ? address.port : 0;
+    return this.port;
+  }
+
+  /** The port this proxy listens on, once started. */
+  get currentPort(): number {
+    return this.port;
   }
 
   get currentMode(): LinkMode {
