@@ -1,14 +1,17 @@
 /**
  * The peer link over WebSocket (`ws`), `wss` with TLS: every node listens on its peer address
  * (`peer-server.ts`) and dials every other member in its peer table. A node sends on the
- * connection it dialled and receives on the ones it accepted, so each direction has exactly
- * one socket and frames between two nodes keep their order. Delivery is best effort: Raft
- * resends what is lost.
+ * connection it dialled and receives on the ones it accepted, so each direction has one
+ * socket and frames between two nodes keep their order; to a peer it has no link to (a
+ * leader adding this node, whose address it does not know yet), it answers on the socket
+ * that peer dialled. Delivery is best effort: Raft resends what is lost.
  *
  * No Raft frame counts before its link has authenticated (`handshake.ts`): both ends prove
  * the cluster secret for this cluster id, this pair of members and this connection. Until
  * then a connection is held to the stranger's bounds (`peer-limits.ts`), and a binary frame
- * is a protocol violation that closes it.
+ * is a protocol violation that closes it. Any member id that proves the secret may link, in
+ * the table or not: a node being added hears first from a leader it does not know, and
+ * Raft, not the transport, decides what a message from a non-member counts for.
  *
  * The peer table can change at run time (`setPeers`): a member added is dialled, a member
  * removed loses its links, a member that moved is dialled at its new address.
@@ -53,11 +56,6 @@ export interface WsTransportOptions {
   readonly peers: readonly PeerAddress[];
   /** Null: plain `ws`. Otherwise `wss`; with a CA, mutual TLS. */
   readonly tls?: PeerTlsMaterial | null;
-  /**
-   * Accept authenticated links from members not in the peer table (a node that joins a
-   * running cluster learns its members from the leader). Off by default.
-   */
-  readonly admitUnknownPeers?: boolean;
   readonly log?: TransportLog;
   readonly onLinkChange?: (peer: string, up: boolean) => void;
 }
@@ -151,9 +149,9 @@ export class WsTransport implements Transport {
 
   send(to: string, frame: Uint8Array): void {
     const link = this.links.get(to);
-    const socket = link?.socket;
-    if (link === undefined || !link.authenticated || socket === null || socket === undefined ||
-      socket.readyState !== WebSocket.OPEN || socket.bufferedAmount > PEER_BUFFERED_BYTES_MAX) {
+    const dialled = link?.authenticated === true ? link.socket : null;
+    const socket = isOpen(dialled) ? dialled : this.inbound.get(to);
+    if (!isOpen(socket) || socket.bufferedAmount > PEER_BUFFERED_BYTES_MAX) {
       this.stats.droppedFrames++;
       return;
     }
@@ -170,14 +168,10 @@ export class WsTransport implements Transport {
 
   // ---------------------------------------------------------------- accepting
 
-  private admits(id: string): boolean {
-    return this.links.has(id) || this.options.admitUnknownPeers === true;
-  }
-
   private accept(socket: WebSocket, authenticated: () => void, remote: string): void {
     const { selfId, clusterId, secrets } = this.options;
     const handshake = new AcceptorHandshake({ clusterId, selfId }, secrets,
-      randomBytes(NONCE_BYTES), (id) => this.admits(id));
+      randomBytes(NONCE_BYTES), () => true);
     let peerId: string | null = null;
     let refused = false;
     this.strangers.add(socket);
@@ -359,6 +353,10 @@ export class WsTransport implements Transport {
     this.log.warn({ remote, kind, ...fields, detail, heldBack: admit.held },
       'peer connection refused');
   }
+}
+
+function isOpen(socket: WebSocket | null | undefined): socket is WebSocket {
+  return socket !== undefined && socket !== null && socket.readyState === WebSocket.OPEN;
 }
 
 function rawBytes(data: WebSocket.RawData): Uint8Array {
