@@ -26,6 +26,7 @@ import { lockDataDir } from './data-lock.js';
 import { createLogger, type Logger } from './log.js';
 import { NodeMetrics } from './metrics.js';
 import { operatorDeps } from './operator-views.js';
+import { registerPeerMetrics } from './peer-metrics.js';
 import { RAFT_FRAME_SETTINGS, Replica } from './replica.js';
 import { realScheduler } from './scheduler.js';
 
@@ -115,6 +116,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   });
   const machine = StateMachine.create();
   const transport = buildTransport(config, clusterId.id, tls, logger);
+  if (transport instanceof WsTransport) registerPeerMetrics(metrics.registry, transport.stats);
   // The status table asks the replica for members and health only once both exist.
   const cluster: ClusterStatus = new ClusterStatus(config.id, {
     transport, scheduler: realScheduler, monotonicMs: () => performance.now(),

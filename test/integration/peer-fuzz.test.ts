@@ -161,5 +161,10 @@ describe('fuzzing the peer port of a running cluster', () => {
     expect(reasons.has('secret')).toBe(true);
     expect(reasons.has('protocol')).toBe(true);
     expect(refused.length).toBeLessThan(PROBES / 2);
+    // ...and all of them are counted in /metrics, by kind.
+    const metrics = (await call(nodes[0]!.url, 'GET', '/metrics')).text;
+    const series = /^hivekv_peer_connections_refused_total\{kind="handshake-secret"\} (\d+)/m;
+    const secretRefusals = series.exec(metrics)?.[1];
+    expect(Number(secretRefusals ?? 0)).toBeGreaterThan(0);
   }, 120_000);
 });
