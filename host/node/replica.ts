@@ -124,8 +124,8 @@ export class Replica implements KvService {
   private state: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
   private tickTimer: TimerHandle | null = null;
   private sweepTimer: TimerHandle | null = null;
-  /** The log index of the last sweep this node proposed as leader; 0 before any. */
-  private sweepProposedIndex = 0;
+  /** The last sweep this node proposed as leader: its log index and term (0, 0 before any). */
+  private sweepProposed = { index: 0, term: 0 };
   private snapshotIndex = 0;
   /** The term of the last applied entry, for the meta of the next snapshot. */
   private appliedTerm = 0;
@@ -468,7 +468,9 @@ export class Replica implements KvService {
         const seq = this.nextSeq++;
         const result = this.core.propose(encodeEnvelope(this.origin, seq, command),
           this.deps.scheduler.nowMs());
-        if (result.kind === 'proposed') this.sweepProposedIndex = result.index;
+        if (result.kind === 'proposed') {
+          this.sweepProposed = { index: result.index, term: result.term };
+        }
         this.pump();
       }
       this.scheduleSweep();
@@ -478,12 +480,15 @@ export class Replica implements KvService {
   /**
    * A sweep is due once the clock reaches the machine's next expiry (an entry stamped
    * earlier would remove nothing), and once the last sweep this node proposed is applied
-   * (a leader that cannot commit piles up no sweeps).
+   * (a leader that cannot commit piles up no sweeps) or was proposed in an earlier term (its
+   * index may never be reached if that term's tail was dropped).
    */
   private sweepDue(): boolean {
     const next = this.deps.machine.nextExpiryMs();
-    return next !== null && this.deps.scheduler.nowMs() >= next &&
-      this.deps.machine.appliedIndex >= this.sweepProposedIndex;
+    const last = this.sweepProposed;
+    const settled = this.deps.machine.appliedIndex >= last.index ||
+      this.core.status().term !== last.term;
+    return next !== null && this.deps.scheduler.nowMs() >= next && settled;
   }
 
   /** Takes every Ready the core has, then starts an fsync if one is due. Never re-enters. */
