@@ -205,16 +205,17 @@ function advertiseUrlSetting(env: Env): string | null {
 }
 
 /**
- * The URL other members show for this node: HIVEKV_ADVERTISE_URL, else `http://` and the
- * `--host` it listens on (this machine's `hostname` for a wildcard address) with the port it
- * bound (`boundPort`, which differs from `--port 0`).
+ * The URL other members show for this node: HIVEKV_ADVERTISE_URL, else `http://` (`https://`
+ * with TLS) and the `--host` it listens on (this machine's `hostname` for a wildcard address)
+ * with the port it bound (`boundPort`, which differs from `--port 0`).
  */
-export function advertisedUrl(config: Pick<NodeConfig, 'host' | 'advertiseUrl'>,
-  boundPort: number, hostname: string): string {
+export function advertisedUrl(config: Pick<NodeConfig, 'host' | 'advertiseUrl'> &
+  Partial<Pick<NodeConfig, 'tls'>>, boundPort: number, hostname: string): string {
   if (config.advertiseUrl !== null) return config.advertiseUrl;
   const wildcard = config.host === '0.0.0.0' || config.host === '::' || config.host === '';
   const host = wildcard ? hostname : config.host;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+  const scheme = config.tls === undefined || config.tls === null ? 'http' : 'https';
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
 }
 
 function clusterSecrets(env: Env, peers: readonly PeerAddress[]): ClusterSecrets | null {

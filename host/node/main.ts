@@ -27,7 +27,7 @@ import { createLogger, type Logger } from './log.js';
 import { NodeMetrics } from './metrics.js';
 import { operatorDeps } from './operator-views.js';
 import { registerPeerMetrics } from './peer-metrics.js';
-import { RAFT_FRAME_SETTINGS, Replica } from './replica.js';
+import { RAFT_FRAME_SETTINGS, Replica, type ReplicaOptions } from './replica.js';
 import { realScheduler } from './scheduler.js';
 
 /** Election timeout in ticks; with the default 50 ms tick, 500 to 1000 ms. */
@@ -94,6 +94,24 @@ async function assertPortFree(host: string, port: number): Promise<void> {
   });
 }
 
+function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
+  return {
+    id: config.id,
+    voters: config.peers.map((p) => p.id),
+    seed: randomInt(2 ** 31),
+    incarnation: randomInt(2 ** 32),
+    tickMs: config.tickMs,
+    electionTicks: ELECTION_TICKS,
+    requestTimeoutMs: config.requestTimeoutMs,
+    requireGrant: config.requireGrant,
+    expireEveryMs: config.expireEveryMs,
+    expireBatch: config.expireBatch,
+    snapshotEveryEntries: config.snapshotEveryEntries,
+    snapshotEveryBytes: config.snapshotEveryBytes,
+    clusterId,
+  };
+}
+
 /** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
 export async function serve(config: NodeConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
@@ -122,21 +140,8 @@ export async function serve(config: NodeConfig): Promise<void> {
     transport, scheduler: realScheduler, monotonicMs: () => performance.now(),
     members: (): readonly string[] => replica.members(), health: () => replica.health(),
   });
-  const replica: Replica = new Replica({
-    id: config.id,
-    voters: config.peers.map((p) => p.id),
-    seed: randomInt(2 ** 31),
-    incarnation: randomInt(2 ** 32),
-    tickMs: config.tickMs,
-    electionTicks: ELECTION_TICKS,
-    requestTimeoutMs: config.requestTimeoutMs,
-    requireGrant: config.requireGrant,
-    expireEveryMs: config.expireEveryMs,
-    expireBatch: config.expireBatch,
-    snapshotEveryEntries: config.snapshotEveryEntries,
-    snapshotEveryBytes: config.snapshotEveryBytes,
-    clusterId: clusterId.id,
-  }, { storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
+  const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
+    storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed) });
   await replica.start();
   const http = await startHttpServer({

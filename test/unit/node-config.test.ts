@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { serveCommand, serveFlags } from '../../host/cli/serve.js';
-import { ConfigError, loadConfig } from '../../host/node/config.js';
+import { advertisedUrl, ConfigError, loadConfig } from '../../host/node/config.js';
 
 const SECRET = { HIVEKV_CLUSTER_SECRET: 'config-test-secret-0123456789' };
 
@@ -63,6 +63,12 @@ describe('configuration', () => {
       .toEqual({ certFile: 'c.pem', keyFile: 'k.pem', caFile: null });
     expect(loadConfig(flags(), { HIVEKV_TLS_CERT: 'c.pem', HIVEKV_TLS_KEY: 'k.pem',
       HIVEKV_TLS_CA: 'ca.pem' }).tls?.caFile).toBe('ca.pem');
+  });
+
+  it('advertises https when the client port speaks TLS', () => {
+    const tls = loadConfig(flags(), { HIVEKV_TLS_CERT: 'c.pem', HIVEKV_TLS_KEY: 'k.pem' });
+    expect(advertisedUrl(tls, 6632, 'box')).toBe('https://127.0.0.1:6632');
+    expect(advertisedUrl(loadConfig(flags(), {}), 6632, 'box')).toBe('http://127.0.0.1:6632');
   });
 
   it('refuses an unknown flag, naming it', () => {
