@@ -8,7 +8,7 @@
 import {
   CMD_CALL, CMD_CALL_V1, CMD_SWEEP, CMD_SET_QUOTA, CMD_SET_PAUSED, CMD_NOOP, OUT_SWEEP, OUT_ADMIN,
   OUT_NOOP, TENANT_BYTES_MAX, SAFE_INTEGER_MAX, ENTRY_NORMAL, ENTRY_EMPTY,
-  ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX, EXPIRES_NEVER_WIRE,
+  ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX, NEXT_EXPIRY_NONE,
 } from './abi';
 import {
   Reader, ensureInput, inputPtr, outputPtr, outputLen, resetOutput, putU8, putU32, putI64,
@@ -258,13 +258,13 @@ export function liveKeyCount(): i32 {
 
 /**
  * The earliest time a sweep could remove a row, as an i64 in the output: an entry time
- * before it sweeps nothing, so the leader proposes no sweep until then. EXPIRES_NEVER_WIRE
+ * before it sweeps nothing, so the leader proposes no sweep until then. NEXT_EXPIRY_NONE
  * when no row expires. A lower bound (see state.ts `nextExpiry`).
  */
 export function nextExpiryMs(): i32 {
   resetOutput();
   let e = nextExpiry();
-  putI64(e == EXPIRES_NEVER ? EXPIRES_NEVER_WIRE : e);
+  putI64(e == EXPIRES_NEVER ? NEXT_EXPIRY_NONE : e);
   return <i32>outputLen;
 }
 

@@ -17,7 +17,7 @@ import type {
   ApplyOutcome, CallAnswer, KvCall, QuotaSettings, TenantUsage,
 } from './commands.js';
 import {
-  ENTRY_EMPTY, ENTRY_NORMAL, EXPIRES_NEVER_WIRE, LIMIT_NONE_WIRE, OUT_CALL, OUT_INVALID,
+  ENTRY_EMPTY, ENTRY_NORMAL, LIMIT_NONE_WIRE, NEXT_EXPIRY_NONE, OUT_CALL, OUT_INVALID,
   SAFE_INTEGER_MAX,
 } from './abi.js';
 import type { Entry } from '../core/raft/types.js';
@@ -366,7 +366,7 @@ export class StateMachine {
   nextExpiryMs(): number | null {
     const at = new ByteReader(this.output(this.guard('nextExpiryMs',
       () => this.x.nextExpiryMs()))).i64();
-    return at === EXPIRES_NEVER_WIRE ? null : at;
+    return at === NEXT_EXPIRY_NONE ? null : at;
   }
 
   /** Rows held; an expired row counts until a sweep removes it. */
