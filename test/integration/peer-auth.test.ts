@@ -86,7 +86,7 @@ describe('peer authentication', () => {
     await sleep(1500);
     expect((await call(n3.url, 'GET', '/health')).body.leader).toBeNull();
     const refusals = [n1, n2].flatMap((n) => logLines(n, { msg: 'peer connection refused',
-      reason: 'cluster' }));
+      reason: 'cluster', byPeer: false }));
     expect(refusals.length).toBeGreaterThan(0);
     expect(String(refusals[0]?.['detail'])).toContain('another-cluster');
   }, 60_000);
