@@ -97,5 +97,8 @@ export const DEDUP_WINDOW: i32 = 4096;
 /** Origins (node incarnations) remembered; the least recently applied is forgotten first. */
 export const DEDUP_ORIGINS_MAX: i32 = 64;
 
+/** What `nextExpiryMs` answers when no row expires. */
+export const NEXT_EXPIRY_NONE: i64 = -1;
+
 // Snapshot framing.
 export const SNAPSHOT_MAGIC: i32 = 0x4b564948; // "HIVK" little-endian

@@ -8,7 +8,7 @@
 import {
   CMD_CALL, CMD_CALL_V1, CMD_SWEEP, CMD_SET_QUOTA, CMD_SET_PAUSED, CMD_NOOP, OUT_SWEEP, OUT_ADMIN,
   OUT_NOOP, TENANT_BYTES_MAX, SAFE_INTEGER_MAX, ENTRY_NORMAL, ENTRY_EMPTY,
-  ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX,
+  ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX, NEXT_EXPIRY_NONE,
 } from './abi';
 import {
   Reader, ensureInput, inputPtr, outputPtr, outputLen, resetOutput, putU8, putU32, putI64,
@@ -17,8 +17,9 @@ import {
 import { admit, isSelf, setSelfOrigin } from './dedup';
 import {
   setApplied, lastTimeMs, appliedIndex, lastVersion, paused, setPaused, sweep, tenants,
-  tenantId, heapMaybeCompact, tree, stateBytes,
+  tenantId, heapMaybeCompact, tree, stateBytes, nextExpiry,
 } from './state';
+import { EXPIRES_NEVER } from './row';
 import { runCall, emitInvalid } from './call';
 import { writeSnapshot, readSnapshot, writeDigest, readQuota } from './snapshot';
 
@@ -253,6 +254,18 @@ export function tenantsUsage(maxTenants: i32): i32 {
 /** Rows held (expired rows count until a sweep removes them). */
 export function liveKeyCount(): i32 {
   return tree.count;
+}
+
+/**
+ * The earliest time a sweep could remove a row, as an i64 in the output: an entry time
+ * before it sweeps nothing, so the leader proposes no sweep until then. NEXT_EXPIRY_NONE
+ * when no row expires. A lower bound (see state.ts `nextExpiry`).
+ */
+export function nextExpiryMs(): i32 {
+  resetOutput();
+  let e = nextExpiry();
+  putI64(e == EXPIRES_NEVER ? NEXT_EXPIRY_NONE : e);
+  return <i32>outputLen;
 }
 
 export function isPaused(): i32 {

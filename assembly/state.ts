@@ -203,6 +203,46 @@ export function sweep(timeMs: i64, maxKeys: i64): i64 {
   return removed;
 }
 
+/** Heap entries `nextExpiry` looks at before it settles for a lower bound. */
+const NEXT_EXPIRY_VISITS_MAX: i32 = 64;
+/**
+ * Its work stack, allocated once: each visit pops one entry and pushes at most two, so it
+ * never holds more than NEXT_EXPIRY_VISITS_MAX + 1 entries. A query allocates nothing, so
+ * the leader (the only node that asks) keeps the same heap as every follower.
+ */
+const nextExpiryStack = new StaticArray<i32>(NEXT_EXPIRY_VISITS_MAX + 2);
+
+/**
+ * The earliest expiresAt of a row in the store, or EXPIRES_NEVER when no row expires: before
+ * it, a sweep would remove nothing. Read-only. Entries of rows rewritten or deleted since
+ * stay in the heap until a sweep pops them, so it looks past dead entries from the top, at
+ * most NEXT_EXPIRY_VISITS_MAX of them; past that it answers the lowest expiry of the entries
+ * it did not open, a lower bound: never later than the truth, so a sweep is never late, at
+ * worst early once (and that sweep pops the dead entries that made it early).
+ */
+export function nextExpiry(): i64 {
+  let best = EXPIRES_NEVER;
+  let stack = nextExpiryStack;
+  let top = 0;
+  if (heap.length > 0) stack[top++] = 0;
+  let visits = 0;
+  while (top > 0) {
+    let i = stack[--top];
+    let e = unchecked(heapExp[i]);
+    // Everything below entry i expires at e or later.
+    if (e >= best) continue;
+    if (visits >= NEXT_EXPIRY_VISITS_MAX || !rowDead(unchecked(heap[i]))) {
+      best = e;
+      continue;
+    }
+    visits++;
+    let l = 2 * i + 1;
+    if (l < heap.length) stack[top++] = l;
+    if (l + 1 < heap.length) stack[top++] = l + 1;
+  }
+  return best;
+}
+
 /** Replaces the whole state (used by restore). */
 export function resetState(
   t: Tree, ts: Array<Tenant>, version: i64, index: i64, timeMs: i64, p: bool,

@@ -7,8 +7,9 @@ import { ConfigError, loadConfig, type Flags } from '../node/config.js';
 import { docsPath } from './connection.js';
 
 const SERVE_HELP_AFTER = `
-A single node needs no flags. A cluster member names itself and every member:
-  hivekv serve --port 6632 --data ./data/n1 --id n1 \\
+A single node needs no flags. A cluster member names itself and every member, and every
+member shares a secret:
+  HIVEKV_CLUSTER_SECRET=... hivekv serve --port 6632 --data ./data/n1 --id n1 \\
     --peers n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003
 Configuration beyond the flags comes from the environment:
   ${docsPath('configuration.md')}`;

@@ -106,6 +106,8 @@ export async function startHttpServer(deps: HttpDeps, host: string,
     max_body_length: Number.MAX_SAFE_INTEGER,
     auto_close: false,
     fast_buffers: true,
+    ...(deps.config.tls === null ? {} : {
+      cert_file_name: deps.config.tls.certFile, key_file_name: deps.config.tls.keyFile }),
   });
   assertChunkedSeam();
   const app = new HttpApp(deps);

@@ -96,5 +96,8 @@ export const DEDUP_WINDOW = 4096;
 /** Origins (node incarnations) remembered; the least recently applied is forgotten first. */
 export const DEDUP_ORIGINS_MAX = 64;
 
+/** What `nextExpiryMs` answers when no row expires. */
+export const NEXT_EXPIRY_NONE = -1;
+
 // Snapshot framing.
 export const SNAPSHOT_MAGIC = 0x4b564948; // "HIVK" little-endian

@@ -17,7 +17,8 @@ import type {
   ApplyOutcome, CallAnswer, KvCall, QuotaSettings, TenantUsage,
 } from './commands.js';
 import {
-  ENTRY_EMPTY, ENTRY_NORMAL, LIMIT_NONE_WIRE, OUT_CALL, OUT_INVALID, SAFE_INTEGER_MAX,
+  ENTRY_EMPTY, ENTRY_NORMAL, LIMIT_NONE_WIRE, NEXT_EXPIRY_NONE, OUT_CALL, OUT_INVALID,
+  SAFE_INTEGER_MAX,
 } from './abi.js';
 import type { Entry } from '../core/raft/types.js';
 
@@ -80,6 +81,7 @@ interface Exports {
   queryTenant(len: number): number;
   tenantsUsage(maxTenants: number): number;
   liveKeyCount(): number;
+  nextExpiryMs(): number;
   isPaused(): number;
   structureBytes(): number;
 }
@@ -354,6 +356,17 @@ export class StateMachine {
   structureBytes(): number {
     return new ByteReader(this.output(this.guard('structureBytes',
       () => this.x.structureBytes()))).i64();
+  }
+
+  /**
+   * The earliest entry time at which a sweep could remove a row, or null when no row
+   * expires. A lower bound: a sweep stamped before it removes nothing; one at or after it
+   * may still remove nothing, once, if the row there was rewritten since.
+   */
+  nextExpiryMs(): number | null {
+    const at = new ByteReader(this.output(this.guard('nextExpiryMs',
+      () => this.x.nextExpiryMs()))).i64();
+    return at === NEXT_EXPIRY_NONE ? null : at;
   }
 
   /** Rows held; an expired row counts until a sweep removes it. */

@@ -4,6 +4,9 @@
  * bad setting is a `ConfigError` with a message an operator can act on at 3 a.m.
  */
 import { isStatusUrl } from './status-frame.js';
+import {
+  deriveClusterId, ID_PATTERN, parseClusterSecrets, type ClusterSecrets,
+} from '../transport/handshake.js';
 
 export interface PeerAddress {
   readonly id: string;
@@ -77,6 +80,24 @@ export interface NodeConfig {
    * other members show it; null means "from --host and the bound port" (`advertisedUrl`).
    */
   readonly advertiseUrl: string | null;
+  /** HIVEKV_CLUSTER_SECRET: what peers prove before their frames count; null for one node. */
+  readonly clusterSecrets: ClusterSecrets | null;
+  /**
+   * HIVEKV_CLUSTER_ID, or derived from `peers`; a data directory keeps the one it first
+   * served (`cluster-id-file.ts`), so `source` says whether an operator chose it.
+   */
+  readonly clusterId: { readonly id: string; readonly source: 'environment' | 'derived' };
+  /** HIVEKV_TLS_CERT, HIVEKV_TLS_KEY, HIVEKV_TLS_CA: PEM files; null runs without TLS. */
+  readonly tls: TlsFiles | null;
+}
+
+export interface TlsFiles {
+  /** This node's certificate chain: served on the client and peer ports, and offered as a
+   * client certificate when it dials a peer and `caFile` is set. */
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** The CA that signs every member's certificate: with it, peer links are mutual TLS. */
+  readonly caFile: string | null;
 }
 
 export class ConfigError extends Error {
@@ -184,16 +205,61 @@ function advertiseUrlSetting(env: Env): string | null {
 }
 
 /**
- * The URL other members show for this node: HIVEKV_ADVERTISE_URL, else `http://` and the
- * `--host` it listens on (this machine's `hostname` for a wildcard address) with the port it
- * bound (`boundPort`, which differs from `--port 0`).
+ * The URL other members show for this node: HIVEKV_ADVERTISE_URL, else `http://` (`https://`
+ * with TLS) and the `--host` it listens on (this machine's `hostname` for a wildcard address)
+ * with the port it bound (`boundPort`, which differs from `--port 0`).
  */
-export function advertisedUrl(config: Pick<NodeConfig, 'host' | 'advertiseUrl'>,
-  boundPort: number, hostname: string): string {
+export function advertisedUrl(config: Pick<NodeConfig, 'host' | 'advertiseUrl'> &
+  Partial<Pick<NodeConfig, 'tls'>>, boundPort: number, hostname: string): string {
   if (config.advertiseUrl !== null) return config.advertiseUrl;
   const wildcard = config.host === '0.0.0.0' || config.host === '::' || config.host === '';
   const host = wildcard ? hostname : config.host;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+  const scheme = config.tls === undefined || config.tls === null ? 'http' : 'https';
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+}
+
+function clusterSecrets(env: Env, peers: readonly PeerAddress[]): ClusterSecrets | null {
+  const text = env['HIVEKV_CLUSTER_SECRET'];
+  if (text === undefined || text.trim() === '') {
+    if (peers.length <= 1) return null;
+    throw new ConfigError('HIVEKV_CLUSTER_SECRET is required for a node with peers: every ' +
+      'member proves it before its Raft frames count, so that nobody who merely reaches a ' +
+      'peer port can vote or append. Give every node the same one (make it with: ' +
+      'openssl rand -hex 32)');
+  }
+  try {
+    return parseClusterSecrets(text);
+  } catch (error) {
+    throw new ConfigError(`HIVEKV_CLUSTER_SECRET ${(error as Error).message}`);
+  }
+}
+
+function clusterId(env: Env, peers: readonly PeerAddress[]): NodeConfig['clusterId'] {
+  const text = env['HIVEKV_CLUSTER_ID'];
+  if (text === undefined || text.trim() === '') {
+    return { id: deriveClusterId(peers), source: 'derived' };
+  }
+  if (!ID_PATTERN.test(text)) {
+    throw new ConfigError(`HIVEKV_CLUSTER_ID=${text}: expected 1 to 64 of [A-Za-z0-9_.-]`);
+  }
+  return { id: text, source: 'environment' };
+}
+
+function tlsFiles(env: Env): TlsFiles | null {
+  const certFile = env['HIVEKV_TLS_CERT'] ?? '';
+  const keyFile = env['HIVEKV_TLS_KEY'] ?? '';
+  const caFile = env['HIVEKV_TLS_CA'] ?? '';
+  if (certFile === '' && keyFile === '') {
+    if (caFile !== '') {
+      throw new ConfigError('HIVEKV_TLS_CA needs HIVEKV_TLS_CERT and HIVEKV_TLS_KEY');
+    }
+    return null;
+  }
+  if (certFile === '' || keyFile === '') {
+    throw new ConfigError('TLS needs both HIVEKV_TLS_CERT (the certificate chain, PEM) and ' +
+      'HIVEKV_TLS_KEY (its private key, PEM)');
+  }
+  return { certFile, keyFile, caFile: caFile === '' ? null : caFile };
 }
 
 /** Builds the whole configuration, or throws `ConfigError`. */
@@ -214,11 +280,15 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
     throw new ConfigError('JWT_ENABLED=true needs JWT_SECRET');
   }
   const limits = kvLimits(env);
+  const shape = clusterShape(flags);
   return {
     host: flags['host'] ?? '127.0.0.1',
     port,
     dataDir: flags['data'] ?? './data',
-    ...clusterShape(flags),
+    ...shape,
+    clusterSecrets: clusterSecrets(env, shape.peers),
+    clusterId: clusterId(env, shape.peers),
+    tls: tlsFiles(env),
     limits,
     rates: {
       readRate: intSetting(env, 'QUEEN_KV_READ_RATE', 200, 0, 10_000_000),

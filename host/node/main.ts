@@ -4,8 +4,10 @@
  * and owns the process's life from then on.
  */
 import { randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { hostname } from 'node:os';
+import { createSecureContext } from 'node:tls';
 import { join, resolve } from 'node:path';
 import { JwtAuthenticator } from '../http/auth.js';
 import { TokenBucketRateLimiter } from '../http/rate-limit.js';
@@ -14,14 +16,18 @@ import { HeaderTenantResolver } from '../http/tenancy.js';
 import { StateMachine } from '../machine/state-machine.js';
 import { FileStorage } from '../storage/file-storage.js';
 import { NoPeersTransport } from '../transport/no-peers.js';
+import { assertFrameBound } from '../transport/peer-limits.js';
+import type { PeerTlsMaterial } from '../transport/peer-server.js';
 import { WsTransport } from '../transport/ws-transport.js';
+import { settleClusterId } from './cluster-id-file.js';
 import { ClusterStatus } from './cluster-status.js';
-import { advertisedUrl, type NodeConfig } from './config.js';
+import { advertisedUrl, type NodeConfig, type TlsFiles } from './config.js';
 import { lockDataDir } from './data-lock.js';
 import { createLogger, type Logger } from './log.js';
 import { NodeMetrics } from './metrics.js';
 import { operatorDeps } from './operator-views.js';
-import { Replica } from './replica.js';
+import { registerPeerMetrics } from './peer-metrics.js';
+import { RAFT_FRAME_SETTINGS, Replica, type ReplicaOptions } from './replica.js';
 import { realScheduler } from './scheduler.js';
 
 /** Election timeout in ticks; with the default 50 ms tick, 500 to 1000 ms. */
@@ -31,9 +37,43 @@ const SHUTDOWN_DRAIN_MS = 5000;
 const METRICS_REFRESH_MS = 5000;
 const TENANTS_IN_METRICS_MAX = 100;
 
-function buildTransport(config: NodeConfig) {
+function buildTransport(config: NodeConfig, clusterId: string, tls: PeerTlsMaterial | null,
+  logger: Logger) {
   if (config.peers.length === 1 || config.peerListen === null) return new NoPeersTransport();
-  return new WsTransport({ selfId: config.id, listen: config.peerListen, peers: config.peers });
+  const secrets = config.clusterSecrets;
+  if (secrets === null) throw new Error('assertion failed: a node with peers has no secret');
+  assertFrameBound(RAFT_FRAME_SETTINGS);
+  return new WsTransport({ selfId: config.id, clusterId, secrets, listen: config.peerListen,
+    peers: config.peers, tls, log: logger.child({ component: 'peers' }) });
+}
+
+/**
+ * Reads the PEM files once at start and checks that they make a TLS context (parseable, the
+ * key matching the certificate): a file that cannot serve stops the start, named, instead
+ * of failing the first handshake.
+ */
+function readTlsMaterial(files: TlsFiles | null): PeerTlsMaterial | null {
+  if (files === null) return null;
+  const read = (variable: string, path: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new Error(`${variable}=${path}: ${(error as Error).message}`);
+    }
+  };
+  const material = {
+    cert: read('HIVEKV_TLS_CERT', files.certFile),
+    key: read('HIVEKV_TLS_KEY', files.keyFile),
+    ca: files.caFile === null ? null : read('HIVEKV_TLS_CA', files.caFile),
+  };
+  try {
+    createSecureContext({ cert: material.cert, key: material.key, ca: material.ca ?? undefined });
+  } catch (error) {
+    throw new Error(`HIVEKV_TLS_CERT=${files.certFile}, HIVEKV_TLS_KEY=${files.keyFile}` +
+      `${files.caFile === null ? '' : `, HIVEKV_TLS_CA=${files.caFile}`}: ` +
+      `${(error as Error).message}`);
+  }
+  return material;
 }
 
 /**
@@ -54,31 +94,8 @@ async function assertPortFree(host: string, port: number): Promise<void> {
   });
 }
 
-/** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
-export async function serve(config: NodeConfig): Promise<void> {
-  const logger = createLogger(config.logLevel);
-  const dataDir = resolve(config.dataDir);
-  await assertPortFree(config.host, config.port);
-  const releaseLock = lockDataDir(dataDir);
-  const metrics = new NodeMetrics();
-  const fatal = (error: Error): never => {
-    logger.error({ err: error.message, stack: error.stack }, 'fatal: the node stops');
-    logger.flush();
-    process.exit(1);
-  };
-  process.on('unhandledRejection', (reason) => fatal(new Error(`unhandled rejection: ${reason}`)));
-  const storage = new FileStorage(join(dataDir), {
-    minFreeBytes: config.minFreeBytes,
-    onFsyncSeconds: (seconds) => metrics.observeFsync(seconds),
-  });
-  const machine = StateMachine.create();
-  const transport = buildTransport(config);
-  // The status table asks the replica for members and health only once both exist.
-  const cluster: ClusterStatus = new ClusterStatus(config.id, {
-    transport, scheduler: realScheduler, monotonicMs: () => performance.now(),
-    members: (): readonly string[] => replica.members(), health: () => replica.health(),
-  });
-  const replica: Replica = new Replica({
+function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
+  return {
     id: config.id,
     voters: config.peers.map((p) => p.id),
     seed: randomInt(2 ** 31),
@@ -91,7 +108,40 @@ export async function serve(config: NodeConfig): Promise<void> {
     expireBatch: config.expireBatch,
     snapshotEveryEntries: config.snapshotEveryEntries,
     snapshotEveryBytes: config.snapshotEveryBytes,
-  }, { storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
+    clusterId,
+  };
+}
+
+/** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
+export async function serve(config: NodeConfig): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  const dataDir = resolve(config.dataDir);
+  await assertPortFree(config.host, config.port);
+  const tls = readTlsMaterial(config.tls);
+  const releaseLock = await lockDataDir(dataDir);
+  const clusterId = await settleClusterId(dataDir, config.clusterId);
+  if (clusterId.note !== null) logger.info({ clusterId: clusterId.id }, clusterId.note);
+  const metrics = new NodeMetrics();
+  const fatal = (error: Error): never => {
+    logger.error({ err: error.message, stack: error.stack }, 'fatal: the node stops');
+    logger.flush();
+    process.exit(1);
+  };
+  process.on('unhandledRejection', (reason) => fatal(new Error(`unhandled rejection: ${reason}`)));
+  const storage = new FileStorage(join(dataDir), {
+    minFreeBytes: config.minFreeBytes,
+    onFsyncSeconds: (seconds) => metrics.observeFsync(seconds),
+  });
+  const machine = StateMachine.create();
+  const transport = buildTransport(config, clusterId.id, tls, logger);
+  if (transport instanceof WsTransport) registerPeerMetrics(metrics.registry, transport.stats);
+  // The status table asks the replica for members and health only once both exist.
+  const cluster: ClusterStatus = new ClusterStatus(config.id, {
+    transport, scheduler: realScheduler, monotonicMs: () => performance.now(),
+    members: (): readonly string[] => replica.members(), health: () => replica.health(),
+  });
+  const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
+    storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed) });
   await replica.start();
   const http = await startHttpServer({
@@ -109,7 +159,8 @@ export async function serve(config: NodeConfig): Promise<void> {
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
-    peers: config.peers.length, url, console: `${url}/console` }, 'serving');
+    peers: config.peers.length, url, console: `${url}/console`, clusterId: clusterId.id,
+    tls: config.tls !== null }, 'serving');
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

@@ -42,6 +42,12 @@ import type {
   KvService, NodeHealth, QuotaView, ServiceResult, Unavailable, UnavailableReason,
 } from './service.js';
 
+/** Entry bytes per append and bytes per snapshot chunk: the peer link's frame bound follows
+ * from them (`assertFrameBound`). */
+export const RAFT_FRAME_SETTINGS = {
+  maxEntriesBytesPerAppend: 1024 * 1024,
+  maxSnapshotChunkBytes: 1024 * 1024,
+} as const;
 /** Client requests waiting on this node at once; past it, 503 `overloaded`. */
 export const PENDING_REQUESTS_MAX = 100_000;
 /** Tenants whose quota row is cached; past it the cache starts over. */
@@ -61,6 +67,8 @@ export interface ReplicaOptions {
   readonly expireBatch: number;
   readonly snapshotEveryEntries: number;
   readonly snapshotEveryBytes: number;
+  /** Reported by `/health`; empty in tests that run no cluster. */
+  readonly clusterId?: string;
 }
 
 export interface ReplicaDeps {
@@ -116,6 +124,8 @@ export class Replica implements KvService {
   private state: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
   private tickTimer: TimerHandle | null = null;
   private sweepTimer: TimerHandle | null = null;
+  /** The last sweep this node proposed as leader: its log index and term (0, 0 before any). */
+  private sweepProposed = { index: 0, term: 0 };
   private snapshotIndex = 0;
   /** The term of the last applied entry, for the meta of the next snapshot. */
   private appliedTerm = 0;
@@ -166,8 +176,7 @@ export class Replica implements KvService {
       heartbeatTicks: 1,
       seed: this.options.seed,
       maxInflightAppends: 64,
-      maxEntriesBytesPerAppend: 1024 * 1024,
-      maxSnapshotChunkBytes: 1024 * 1024,
+      ...RAFT_FRAME_SETTINGS,
       preVote: true,
       checkQuorum: true,
     }, {
@@ -248,6 +257,7 @@ export class Replica implements KvService {
       term: status?.term ?? 0,
       commitIndex: status?.commitIndex ?? 0,
       appliedIndex: this.deps.machine.appliedIndex,
+      clusterId: this.options.clusterId ?? '',
     };
   }
 
@@ -452,15 +462,33 @@ export class Replica implements KvService {
     this.sweepTimer = this.deps.scheduler.after(this.options.expireEveryMs, () => {
       if (this.state !== 'running') return;
       const status = this.core.status();
-      if (status.role === 'leader' && this.deps.machine.liveKeyCount() > 0 &&
+      if (status.role === 'leader' && this.sweepDue() &&
         this.pendingCount() < PENDING_REQUESTS_MAX) {
         const command = encodeCommand({ kind: 'sweep', maxKeys: this.options.expireBatch });
         const seq = this.nextSeq++;
-        this.core.propose(encodeEnvelope(this.origin, seq, command), this.deps.scheduler.nowMs());
+        const result = this.core.propose(encodeEnvelope(this.origin, seq, command),
+          this.deps.scheduler.nowMs());
+        if (result.kind === 'proposed') {
+          this.sweepProposed = { index: result.index, term: result.term };
+        }
         this.pump();
       }
       this.scheduleSweep();
     });
+  }
+
+  /**
+   * A sweep is due once the clock reaches the machine's next expiry (an entry stamped
+   * earlier would remove nothing), and once the last sweep this node proposed is applied
+   * (a leader that cannot commit piles up no sweeps) or was proposed in an earlier term (its
+   * index may never be reached if that term's tail was dropped).
+   */
+  private sweepDue(): boolean {
+    const next = this.deps.machine.nextExpiryMs();
+    const last = this.sweepProposed;
+    const settled = this.deps.machine.appliedIndex >= last.index ||
+      this.core.status().term !== last.term;
+    return next !== null && this.deps.scheduler.nowMs() >= next && settled;
   }
 
   /** Takes every Ready the core has, then starts an fsync if one is due. Never re-enters. */

@@ -34,6 +34,8 @@ export interface NodeHealth {
   readonly appliedIndex: number;
   /** The state digest at `appliedIndex`, once the node reports one. */
   readonly digest?: string;
+  /** The cluster this node belongs to: a node joining it needs it (HIVEKV_CLUSTER_ID). */
+  readonly clusterId?: string;
 }
 
 export interface QuotaView {

@@ -13,6 +13,12 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const START_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 15_000;
 
+/**
+ * The cluster secret every test node gets unless its test sets one (or sets '' to test a
+ * node without): a node with peers refuses to start without one.
+ */
+export const TEST_CLUSTER_SECRET = 'hivekv-test-cluster-secret-0123456789';
+
 /** Settings that keep load tests from being rate limited unless a test wants limits. */
 export const UNLIMITED_RATES = {
   QUEEN_KV_READ_RATE: '0',
@@ -94,7 +100,8 @@ export async function startNode(options: StartOptions): Promise<NodeProcess> {
     '--port', String(options.port ?? 0), '--data', options.dataDir, ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, HIVEKV_LOG_LEVEL: 'info', ...options.env },
+    env: { ...process.env, HIVEKV_LOG_LEVEL: 'info', HIVEKV_CLUSTER_SECRET: TEST_CLUSTER_SECRET,
+      ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -24,7 +24,7 @@ let peersFlag = '';
 async function startMember(member: Member): Promise<NodeProcess> {
   const node = await startNode({
     dataDir: member.dir,
-    env: UNLIMITED_RATES,
+    env: { ...UNLIMITED_RATES, HIVEKV_CLUSTER_SECRET: 'cluster-test-secret-0123456789' },
     args: ['--id', member.id, '--peers', peersFlag],
   });
   member.process = node;

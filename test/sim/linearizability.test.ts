@@ -26,6 +26,8 @@ const pia = (value: string): KvInput => ({ kind: 'putIfAbsent', value });
 const read: KvInput = { kind: 'get' };
 const incr: KvInput = { kind: 'incr', delta: 1 };
 const del: KvInput = { kind: 'delete' };
+const cas = (expect: string | null, value: string): KvInput => ({ kind: 'cas', expect, value });
+const incrMax = (max: number): KvInput => ({ kind: 'incr', delta: 1, max });
 
 describe('sequential KV model', () => {
   it.each([
@@ -39,6 +41,18 @@ describe('sequential KV model', () => {
     ['incr adds', '41', incr, wrote('42'), '42'],
     ['delete returns the deleted value', '"a"', del, wrote('"a"'), null],
     ['delete of absent is refused', null, del, refused('absent', 'null'), null],
+    ['cas applies at the value it expects', '"a"', cas('"a"', '"b"'), wrote('"b"'), '"b"'],
+    ['cas on absent applies when it expects absent', null, cas(null, '"b"'), wrote('"b"'),
+      '"b"'],
+    ['cas is refused at another value', '"c"', cas('"a"', '"b"'), refused('version', '"c"'),
+      '"c"'],
+    ['cas expecting a value finds the key absent', null, cas('"a"', '"b"'),
+      refused('absent', 'null'), null],
+    ['cas expecting absent finds a value', '"c"', cas(null, '"b"'), refused('exists', '"c"'),
+      '"c"'],
+    ['bounded incr applies below its max', '4', incrMax(5), wrote('5'), '5'],
+    ['bounded incr is refused at its max', '5', incrMax(5), refused('limit', '5'), '5'],
+    ['bounded incr refused on absent reports 0', null, incrMax(0), refused('limit', '0'), null],
   ] as const)('%s', (_name, state, input, output, next) => {
     expect(step(state, input, output)).toBe(next);
   });
@@ -49,6 +63,10 @@ describe('sequential KV model', () => {
     ['putIfAbsent wins while present', '"a"', pia('"w"'), wrote('"w"')],
     ['incr skips a number', '1', incr, wrote('3')],
     ['delete applied on absent', null, del, wrote('null')],
+    ['cas applied at another value', '"c"', cas('"a"', '"b"'), wrote('"b"')],
+    ['cas refused at the value it expects', '"a"', cas('"a"', '"b"'), refused('version', '"a"')],
+    ['bounded incr past its max', '5', incrMax(5), wrote('6')],
+    ['bounded incr refused below its max', '3', incrMax(5), refused('limit', '3')],
   ] as const)('rejects: %s', (_name, state, input, output) => {
     expect(step(state, input, output)).toBeUndefined();
   });
@@ -160,13 +178,16 @@ describe('checkHistory', () => {
  * interval around its point without crossing real-time order the other way.
  */
 function linearizableHistory(rng: SimRandom, count: number): HistoryOp[] {
-  const inputs: KvInput[] = [read, put('"p"'), pia('"q"'), incr, del];
+  const inputs: KvInput[] = [read, put('"p"'), pia('"q"'), incr, incrMax(3), del,
+    cas(null, '"c"')];
   let state: string | null = null;
   const ops: HistoryOp[] = [];
   for (let i = 0; i < count; i++) {
     const input = rng.pick(inputs);
+    // A cas expects what the key holds now half the time, like a client that just read it.
     const usable = input.kind === 'incr' && state !== null && Number.isNaN(Number(state))
-      ? put(`"v${i}"`) : input.kind === 'put' ? put(`"v${i}"`) : input;
+      ? put(`"v${i}"`) : input.kind === 'put' ? put(`"v${i}"`)
+        : input.kind === 'cas' ? cas(rng.chance(0.5) ? state : '"v0"', `"c${i}"`) : input;
     const output = observe(state, usable);
     const next = step(state, usable, output);
     if (next === undefined) throw new Error('the generator broke its own model');
@@ -185,7 +206,14 @@ function observe(state: string | null, input: KvInput): KvOutput {
     case 'get': return state === null ? get(false) : get(true, state);
     case 'put': return wrote(input.value);
     case 'putIfAbsent': return state === null ? wrote(input.value) : refused('exists', state);
-    case 'incr': return wrote(String((state === null ? 0 : Number(state)) + input.delta));
+    case 'cas': return state === input.expect ? wrote(input.value)
+      : refused(input.expect === null ? 'exists' : state === null ? 'absent' : 'version',
+        state ?? 'null');
+    case 'incr': {
+      const result = (state === null ? 0 : Number(state)) + input.delta;
+      return input.max !== undefined && result > input.max ? refused('limit', state ?? '0')
+        : wrote(String(result));
+    }
     case 'delete': return state === null ? refused('absent', 'null') : wrote(state);
   }
 }

@@ -10,12 +10,21 @@
  * `SEARCH_STEPS_MAX` and answers `inconclusive` past it rather than running on.
  */
 
-/** What a client asked of one key. Values are JSON text; counters hold integers. */
+/**
+ * What a client asked of one key. Values are JSON text; counters hold integers.
+ *
+ * `cas` is a put with `expect`: the client read the key at some version, saw `expect` (the
+ * value's JSON text, or null for absent), and writes `value` only if it is still at that
+ * version. The model compares values, which stands for comparing versions only when every
+ * write of the key writes a value of its own (a test's workload makes them unique).
+ * `incr` with `max` is refused (`limit`) when the result would pass it.
+ */
 export type KvInput =
   | { readonly kind: 'get' }
   | { readonly kind: 'put'; readonly value: string }
   | { readonly kind: 'putIfAbsent'; readonly value: string }
-  | { readonly kind: 'incr'; readonly delta: number }
+  | { readonly kind: 'cas'; readonly expect: string | null; readonly value: string }
+  | { readonly kind: 'incr'; readonly delta: number; readonly max?: number }
   | { readonly kind: 'delete' };
 
 /** What the client saw. `value` is the result's JSON text (`"null"` for absent). */
@@ -70,7 +79,16 @@ export function step(state: State, input: KvInput, output: KvOutput | null):
     case 'putIfAbsent':
       if (state === null) return isWrite(output, true, null, input.value) ? next : undefined;
       return isWrite(output, false, 'exists', state) ? next : undefined;
+    case 'cas':
+      if (state !== input.expect) {
+        return isWrite(output, false, casRefusal(state, input.expect), state ?? 'null') ? state
+          : undefined;
+      }
+      return isWrite(output, true, null, input.value) ? next : undefined;
     case 'incr':
+      if (incrPassesMax(state, input)) {
+        return isWrite(output, false, 'limit', state ?? '0') ? state : undefined;
+      }
       return isWrite(output, true, null, next ?? '') ? next : undefined;
     case 'delete':
       if (state === null) return isWrite(output, false, 'absent', 'null') ? next : undefined;
@@ -84,12 +102,26 @@ function isWrite(output: KvOutput, applied: boolean, reason: string | null, valu
     output.value === value;
 }
 
+/** The reason the machine gives a refused put with `expect` (ops.ts, refusedByExpect). */
+function casRefusal(state: State, expect: string | null): string {
+  if (expect === null) return 'exists';
+  return state === null ? 'absent' : 'version';
+}
+
+function incrPassesMax(state: State, input: { delta: number; max?: number }): boolean {
+  return input.max !== undefined && (state === null ? 0 : Number(state)) + input.delta > input.max;
+}
+
 function effect(state: State, input: KvInput): State {
   switch (input.kind) {
     case 'get': return state;
     case 'put': return input.value;
     case 'putIfAbsent': return state ?? input.value;
-    case 'incr': return String((state === null ? 0 : Number(state)) + input.delta);
+    case 'cas': return state === input.expect ? input.value : state;
+    case 'incr':
+      // A refusal leaves the key as it was (absent stays absent).
+      return incrPassesMax(state, input) ? state
+        : String((state === null ? 0 : Number(state)) + input.delta);
     case 'delete': return null;
   }
 }
@@ -206,7 +238,9 @@ export function checkHistory(ops: readonly HistoryOp[]): CheckResult {
 export function describeOp(op: HistoryOp): string {
   const input = op.input.kind === 'put' || op.input.kind === 'putIfAbsent'
     ? `${op.input.kind}(${op.input.value})`
-    : op.input.kind === 'incr' ? `incr(${op.input.delta})` : op.input.kind;
+    : op.input.kind === 'cas' ? `cas(${op.input.expect ?? 'absent'} -> ${op.input.value})`
+      : op.input.kind === 'incr' ? `incr(${op.input.delta}${op.input.max === undefined ? ''
+        : ` max ${op.input.max}`})` : op.input.kind;
   const out = op.output === null ? 'unknown'
     : op.output.kind === 'get' ? (op.output.found ? `found ${op.output.value}` : 'missing')
       : `${op.output.applied ? 'applied' : `refused ${op.output.reason}`} ${op.output.value}`;

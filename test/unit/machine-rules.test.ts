@@ -175,6 +175,44 @@ describe('TTL by entry time', () => {
     expect(h.entry({ kind: 'sweep', maxKeys: 2 })).toEqual({ kind: 'sweep', removedKeys: 1 });
     expect(h.m.liveKeyCount()).toBe(1);
   });
+  it('names the next expiry: none for forever rows, the earliest live one otherwise', () => {
+    const h = new Harness();
+    expect(h.m.nextExpiryMs()).toBeNull();
+    h.one(put('keep', '1'));
+    expect(h.m.nextExpiryMs()).toBeNull();
+    const t0 = h.now;
+    h.one(put('a', '1', { expiry: ttl(5) }));
+    h.one(put('b', '1', { expiry: ttl(9) }));
+    expect(h.m.nextExpiryMs()).toBe(t0 + 5000);
+    // Rewritten as forever, `a` leaves a dead heap entry behind; the answer looks past it.
+    h.one(put('a', '2'));
+    expect(h.m.nextExpiryMs()).toBe(t0 + 9000);
+    h.one(del('b'));
+    expect(h.m.nextExpiryMs()).toBeNull();
+  });
+  it('a sweep stamped before the next expiry removes nothing; at it, the row goes', () => {
+    const h = new Harness();
+    h.one(put('a', '1', { expiry: ttl(3) }));
+    const next = h.m.nextExpiryMs()!;
+    h.now = next - 1;
+    expect(h.entry({ kind: 'sweep', maxKeys: 10 })).toEqual({ kind: 'sweep', removedKeys: 0 });
+    h.now = next;
+    expect(h.entry({ kind: 'sweep', maxKeys: 10 })).toEqual({ kind: 'sweep', removedKeys: 1 });
+    expect(h.m.nextExpiryMs()).toBeNull();
+  });
+  it('past many dead heap entries, answers a lower bound that one sweep moves forward', () => {
+    const h = new Harness();
+    for (let i = 0; i < 300; i++) {
+      h.one(put('churn', String(i), { expiry: ttl(60) }));
+      h.now += 10;
+    }
+    const live = h.read([get('churn')])[0] as { expiresAtMs: number };
+    const bound = h.m.nextExpiryMs()!;
+    expect(bound).toBeLessThanOrEqual(live.expiresAtMs);
+    h.now = bound;
+    expect(h.entry({ kind: 'sweep', maxKeys: 10 })).toEqual({ kind: 'sweep', removedKeys: 0 });
+    expect(h.m.nextExpiryMs()!).toBeGreaterThan(bound);
+  });
 });
 
 describe('calls (WIRE.md, "Calls with writes")', () => {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { serveCommand, serveFlags } from '../../host/cli/serve.js';
-import { ConfigError, loadConfig } from '../../host/node/config.js';
+import { advertisedUrl, ConfigError, loadConfig } from '../../host/node/config.js';
+
+const SECRET = { HIVEKV_CLUSTER_SECRET: 'config-test-secret-0123456789' };
 
 /** The serve command's flags as the CLI parses them. */
 const flags = (...argv: string[]) => {
@@ -21,7 +23,7 @@ describe('configuration', () => {
 
   it('reads a cluster from --peers, with its own entry as the default --peer-listen', () => {
     const config = loadConfig(flags('--id', 'n2', '--peers',
-      'n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003'), {});
+      'n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003'), SECRET);
     expect(config.peers.map((p) => p.id)).toEqual(['n1', 'n2', 'n3']);
     expect(config.peerListen).toEqual({ host: '127.0.0.1', port: 7002 });
   });
@@ -33,7 +35,40 @@ describe('configuration', () => {
     [['--id', 'n1', '--peers', 'n1=127.0.0.1:7001,n1=127.0.0.1:7002'], /twice/],
     [['--peer-listen', '127.0.0.1:7001'], /needs --peers/],
   ])('refuses %j', (argv, message) => {
-    expect(() => loadConfig(flags(...argv), {})).toThrow(message);
+    expect(() => loadConfig(flags(...argv), SECRET)).toThrow(message);
+  });
+
+  const cluster = ['--id', 'n1', '--peers', 'n1=127.0.0.1:7001,n2=127.0.0.1:7002'];
+
+  it('refuses to start a node with peers and no cluster secret, and says why', () => {
+    expect(() => loadConfig(flags(...cluster), {}))
+      .toThrow(/HIVEKV_CLUSTER_SECRET is required for a node with peers/);
+    expect(loadConfig(flags(), {}).clusterSecrets).toBeNull();
+  });
+
+  it('derives the cluster id from the member list unless HIVEKV_CLUSTER_ID names one', () => {
+    const derived = loadConfig(flags(...cluster), SECRET).clusterId;
+    expect(derived).toMatchObject({ source: 'derived' });
+    expect(derived.id).toMatch(/^hivekv-[0-9a-f]{16}$/);
+    const other = loadConfig(flags('--id', 'n1', '--peers', 'n1=127.0.0.1:7001,n2=10.1.1.1:7002'),
+      SECRET).clusterId;
+    expect(other.id).not.toBe(derived.id);
+    expect(loadConfig(flags(...cluster), { ...SECRET, HIVEKV_CLUSTER_ID: 'prod-eu-1' }).clusterId)
+      .toEqual({ id: 'prod-eu-1', source: 'environment' });
+  });
+
+  it('reads TLS files from the environment, the CA optional', () => {
+    expect(loadConfig(flags(), {}).tls).toBeNull();
+    expect(loadConfig(flags(), { HIVEKV_TLS_CERT: 'c.pem', HIVEKV_TLS_KEY: 'k.pem' }).tls)
+      .toEqual({ certFile: 'c.pem', keyFile: 'k.pem', caFile: null });
+    expect(loadConfig(flags(), { HIVEKV_TLS_CERT: 'c.pem', HIVEKV_TLS_KEY: 'k.pem',
+      HIVEKV_TLS_CA: 'ca.pem' }).tls?.caFile).toBe('ca.pem');
+  });
+
+  it('advertises https when the client port speaks TLS', () => {
+    const tls = loadConfig(flags(), { HIVEKV_TLS_CERT: 'c.pem', HIVEKV_TLS_KEY: 'k.pem' });
+    expect(advertisedUrl(tls, 6632, 'box')).toBe('https://127.0.0.1:6632');
+    expect(advertisedUrl(loadConfig(flags(), {}), 6632, 'box')).toBe('http://127.0.0.1:6632');
   });
 
   it('refuses an unknown flag, naming it', () => {
@@ -46,6 +81,11 @@ describe('configuration', () => {
     [{ QUEEN_KV_MAX_KEYS_PER_CALL: '5000' }, /QUEEN_KV_MAX_KEYS_PER_CALL/],
     [{ QUEEN_KV_WRITE_RATE: '-1' }, /QUEEN_KV_WRITE_RATE/],
     [{ QUEEN_KV_READ_RATE: 'fast' }, /QUEEN_KV_READ_RATE/],
+    [{ HIVEKV_CLUSTER_SECRET: 'short' }, /HIVEKV_CLUSTER_SECRET secret 1 is 5 bytes/],
+    [{ HIVEKV_CLUSTER_ID: 'has space' }, /HIVEKV_CLUSTER_ID/],
+    [{ HIVEKV_TLS_CERT: 'c.pem' }, /HIVEKV_TLS_KEY/],
+    [{ HIVEKV_TLS_KEY: 'k.pem' }, /HIVEKV_TLS_CERT/],
+    [{ HIVEKV_TLS_CA: 'ca.pem' }, /HIVEKV_TLS_CA needs/],
   ])('refuses environment %j', (env, message) => {
     expect(() => loadConfig(flags(), env)).toThrow(ConfigError);
     expect(() => loadConfig(flags(), env)).toThrow(message);

@@ -537,6 +537,42 @@ describe('§7 log compaction', () => {
     expect(c.node('n3').disk.snapshot?.data).toEqual(data);
     expect(appliedTexts(c, 'n3')).toEqual(['after']);
   });
+
+  it('a leader sends the bytes of the snapshot it installed, not of an older one (§7)', () => {
+    // Found by the simulator (seed 35, 5 nodes): a follower that installed a snapshot kept
+    // the bytes of its own older compaction, and once it led it sent the new snapshot's
+    // meta with the old bytes; the follower it sent them to diverged from everyone else.
+    const FIVE = ['n1', 'n2', 'n3', 'n4', 'n5'];
+    const c = new Cluster(FIVE, (cfg) => ({ ...cfg, maxSnapshotChunkBytes: 4 }));
+    c.campaign('n1');
+    for (let i = 0; i < 3; i++) c.raft('n1').propose(bytes(`a${i}`), i);
+    c.tickAll(2);
+    const n4Last = c.node('n4').applied.at(-1)!;
+    c.raft('n4').compact({ index: n4Last.index, term: n4Last.term, timeMs: n4Last.timeMs,
+      voters: FIVE }, bytes('older-state-of-n4'));
+    c.groups = [['n1', 'n2', 'n3'], ['n4'], ['n5']];
+    for (let i = 0; i < 6; i++) c.raft('n1').propose(bytes(`b${i}`), 10 + i);
+    c.tickAll(2);
+    const n1Last = c.node('n1').applied.at(-1)!;
+    const state = bytes('state-at-the-newer-index');
+    c.raft('n1').compact({ index: n1Last.index, term: n1Last.term, timeMs: n1Last.timeMs,
+      voters: FIVE }, state);
+    c.groups = [['n1', 'n2', 'n3', 'n4'], ['n5']];
+    c.tickAll(20);
+    expect(c.node('n4').disk.snapshot?.data).toEqual(state);
+    c.raft('n1').transferLeadership('n4');
+    c.tickAll(5);
+    expect(c.leaders()).toEqual(['n4']);
+    const sent: Uint8Array[] = [];
+    c.onDeliver = (m) => {
+      if (m.type === 'snapshotChunk' && m.from === 'n4' && m.to === 'n5') sent.push(m.data);
+    };
+    c.groups = null;
+    c.tickAll(40);
+    const whole = Buffer.concat(sent).subarray(0, state.length);
+    expect(text(whole)).toBe(text(state));
+    expect(c.node('n5').disk.snapshot?.data).toEqual(state);
+  });
 });
 
 describe('thesis: pre-vote, check-quorum, leader lease, transfer', () => {

@@ -629,6 +629,8 @@ class Raft implements RaftCore {
     }
     this.incoming = null;
     this.log.restore({ meta, data: whole });
+    // These bytes are what this node sends if it leads while its log starts after them.
+    this.snapshotData = whole;
     mark('snapshot-installed');
     reply(totalBytes);
   }

@@ -1,0 +1,91 @@
+/**
+ * The data-directory lock across real processes: a node SIGKILLed and still a zombie (its
+ * parent has not reaped it) does not keep a new node from starting on its directory at once,
+ * and a second live node on a directory is refused with a message that names the holder.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/cluster.js';
+import { call, removeDir, startNode, tempDir, type NodeProcess } from '../helpers/node-process.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const started: NodeProcess[] = [];
+const dirs: string[] = [];
+const parents: number[] = [];
+
+afterEach(async () => {
+  for (const node of started.splice(0)) await node.kill();
+  for (const pid of parents.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  for (const dir of dirs.splice(0)) removeDir(dir);
+});
+
+/** The state letter of a process in /proc (R, S, Z...), or null once it is gone. */
+function processState(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts a node under a parent that never reaps its children (`sh` that execs `sleep`), so
+ * a SIGKILLed node stays a zombie. Resolves with the node's pid once it serves.
+ */
+async function startUnreaped(dir: string): Promise<{ nodePid: number; port: number }> {
+  const script = `node bin/hivekv.js serve --host 127.0.0.1 --port 0 --data '${dir}' & ` +
+    'echo "node-pid $!"; exec sleep 120';
+  const parent = spawn('sh', ['-c', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, HIVEKV_LOG_LEVEL: 'info' } });
+  parents.push(parent.pid ?? -1);
+  let output = '';
+  parent.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  return waitFor('the unreaped node to serve', 20_000, async () => {
+    const pid = /node-pid (\d+)/.exec(output)?.[1];
+    const port = /"port":(\d+)[^\n]*"msg":"serving"/.exec(output)?.[1];
+    return pid !== undefined && port !== undefined
+      ? { nodePid: Number(pid), port: Number(port) } : undefined;
+  });
+}
+
+describe('the data-directory lock', () => {
+  it('lets a node start at once on the directory of a SIGKILLed node that is still a zombie',
+    async () => {
+      if (process.platform !== 'linux') return;
+      const dir = tempDir('lock-zombie');
+      dirs.push(dir);
+      const { nodePid, port } = await startUnreaped(dir);
+      const put = await call(`http://127.0.0.1:${port}`, 'POST', '/api/v1/kv', { operations: [
+        { op: 'put', ns: 'lock', key: 'k', value: 1, forever: true }] });
+      expect(put.body.results[0].applied).toBe(true);
+      process.kill(nodePid, 'SIGKILL');
+      await waitFor('the killed node to be a zombie', 5000, async () =>
+        (processState(nodePid) === 'Z' ? true : undefined));
+      const next = await startNode({ dataDir: dir });
+      started.push(next);
+      expect(processState(nodePid)).toBe('Z');
+      const got = await call(next.url, 'POST', '/api/v1/kv', { operations: [
+        { op: 'get', ns: 'lock', key: 'k' }] });
+      expect(got.body.results[0]).toMatchObject({ found: true, value: 1 });
+    }, 60_000);
+
+  it('refuses a second live node on the same directory, naming the holder', async () => {
+    const dir = tempDir('lock-live');
+    dirs.push(dir);
+    const first = await startNode({ dataDir: dir });
+    started.push(first);
+    await expect(startNode({ dataDir: dir })).rejects.toThrow(
+      new RegExp(`exited with 1[\\s\\S]*data directory \\S+ is in use by process ${first.pid}`));
+    expect((await call(first.url, 'GET', '/health')).status).toBe(200);
+  }, 30_000);
+});
