@@ -52,6 +52,9 @@ export interface JwtAuthenticatorOptions {
 }
 
 /** Authenticator for `Authorization: Bearer <jwt>` with HS256 only. */
+/** Every caller's verdict while auth is off. */
+const AUTH_OFF: AuthResult = { ok: true, roles: ADMIN_ONLY };
+
 export class JwtAuthenticator implements Authenticator {
   private readonly enabled: boolean;
   private readonly secretBytes: Uint8Array;
@@ -73,9 +76,13 @@ export class JwtAuthenticator implements Authenticator {
     this.now = options.now ?? Date.now;
   }
 
-  /** Resolves the header to roles, or a refusal saying why. Never throws. */
-  async authenticate(authorizationHeader: string | undefined): Promise<AuthResult> {
-    if (!this.enabled) return { ok: true, roles: ADMIN_ONLY };
+  /**
+   * Resolves the header to roles, or a refusal saying why. Never throws. Answers at once
+   * (no Promise) when auth is off, the header is malformed or the verdict is cached: only a
+   * token not seen before costs an asynchronous verification.
+   */
+  authenticate(authorizationHeader: string | undefined): AuthResult | Promise<AuthResult> {
+    if (!this.enabled) return AUTH_OFF;
     const token = bearerToken(authorizationHeader);
     if (typeof token !== 'string') return token;
     const nowMs = this.now();
@@ -83,6 +90,10 @@ export class JwtAuthenticator implements Authenticator {
     // token's `exp` (and never longer than TOKEN_CACHE_TTL_MS) saves an HMAC per call.
     const cached = this.cacheGet(token, nowMs);
     if (cached !== undefined) return { ok: true, roles: cached };
+    return this.verify(token, nowMs);
+  }
+
+  private async verify(token: string, nowMs: number): Promise<AuthResult> {
     let payload: JWTPayload;
     this.verifications++;
     try {

@@ -18,8 +18,11 @@ export type AuthResult =
   | { readonly ok: false; readonly detail: string };
 
 export interface Authenticator {
-  /** Resolves the `Authorization` header. When auth is off, every caller holds `admin`. */
-  authenticate(authorizationHeader: string | undefined): Promise<AuthResult>;
+  /**
+   * Resolves the `Authorization` header. When auth is off, every caller holds `admin`. May
+   * answer at once (auth off, a cached verdict) so the common call waits for no Promise.
+   */
+  authenticate(authorizationHeader: string | undefined): AuthResult | Promise<AuthResult>;
   /** True when `roles` may use a route that needs `access`. */
   allows(roles: ReadonlySet<Role>, access: Access): boolean;
 }
@@ -55,6 +58,11 @@ export interface RequestMetrics {
 export interface RequestLogger {
   /** Per-request lines: off at the default level, on with HIVEKV_LOG_LEVEL=debug. */
   debug(fields: Record<string, unknown>, message: string): void;
+  /**
+   * False when `debug` lines go nowhere, so a caller can skip building them (a per-request
+   * object is measurable at full load). Absent: treated as true.
+   */
+  readonly debugEnabled?: boolean;
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
   error(fields: Record<string, unknown>, message: string): void;

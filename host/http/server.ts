@@ -9,14 +9,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import HyperExpress from 'hyper-express';
 import type { Request, Response } from 'hyper-express';
-import type { CallAnswer, KvCall } from '../machine/commands.js';
+import type { KvCall } from '../machine/commands.js';
+import type { AnswerHeader } from '../machine/codec.js';
 import { isWriteOp } from '../machine/commands.js';
 import type { NodeConfig } from '../node/config.js';
-import type { KvService } from '../node/service.js';
+import type { CallSink, KvService, Unavailable } from '../node/service.js';
 import { errorBody, isKvError, KvError, kvError, tooLarge, type Wire } from './errors.js';
 import { answerOperator, type OperatorDeps } from './operator.js';
 import type {
-  Access, Authenticator, RateLimiter, RequestLogger, RequestMetrics, TenantResolver,
+  Access, Authenticator, AuthResult, RateLimiter, RequestLogger, RequestMetrics, TenantResolver,
 } from './guards.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import {
@@ -84,11 +85,38 @@ function reply(body: string, status = 200, contentType = JSON_TYPE,
 }
 
 /** What one request carries through its handler, for the log line. */
-interface Exchange {
-  readonly requestId: string;
-  readonly method: string;
-  readonly route: RouteMatch | null;
-  tenant: string | null;
+/**
+ * One request from arrival to response. A KV call is handed to the node with its exchange as
+ * the sink, so the node's answer is written straight to the socket when it comes: from the
+ * machine's memory, with no Promise, closure or copy of its own.
+ */
+class Exchange implements CallSink {
+  tenant: string | null = null;
+  /** The call went to the node; the response is written when it answers. */
+  submitted = false;
+
+  constructor(
+    private readonly app: HttpApp,
+    readonly res: Response,
+    readonly requestId: string,
+    readonly method: string,
+    readonly route: RouteMatch | null,
+    readonly startedMs: number,
+  ) {}
+
+  answered(header: AnswerHeader, body: Uint8Array): void {
+    this.app.finish(this, machineReply(header, body));
+  }
+
+  unavailable(result: Unavailable): void {
+    this.app.finish(this, kvError('kv_unavailable', result.reason, result.detail,
+      { retryAfterSeconds: result.retryAfterSeconds }));
+  }
+
+  refused(detail: string): void {
+    this.app.finish(this, kvError('internal_error', 'kv_invalid_command',
+      'the state machine refused a command the host validated: ' + detail));
+  }
 }
 
 const NOT_FOUND = kvError('not_found', 'not_found', 'no route serves this path');
@@ -144,25 +172,33 @@ class HttpApp {
   async serve(req: Request, res: Response): Promise<void> {
     const startedMs = performance.now();
     const method = req.method;
-    const exchange: Exchange = {
-      requestId: this.requestIdOf(req.headers['x-request-id']),
-      method,
-      route: matchRoute(method, req.path),
-      tenant: null,
-    };
-    let answer: Answer;
+    const exchange = new Exchange(this, res, this.requestIdOf(req.headers['x-request-id']),
+      method, matchRoute(method, req.path), startedMs);
+    let answer: Answer | null;
     try {
       answer = await this.answer(exchange, req);
     } catch (error) {
+      // A call submitted before the failure still counts as in flight: `finish` settles it.
       answer = this.internalError(exchange, error);
     }
-    let status = answer.status;
+    if (answer !== null) this.finish(exchange, answer);
+  }
+
+  /**
+   * Writes the answer and records the call. Never throws: it runs inside the node's apply
+   * loop for submitted calls, and nothing a request does may stop that loop.
+   */
+  finish(exchange: Exchange, answer: Answer): void {
+    if (exchange.submitted) {
+      exchange.submitted = false;
+      this.inFlight--;
+      if (this.inFlight === 0) this.wakeDrainers();
+    }
+    const res = exchange.res;
     try {
-      status = this.write(res, exchange, answer);
-      this.record(exchange, answer, status, (performance.now() - startedMs) / 1000);
+      const status = this.write(res, exchange, answer);
+      this.record(exchange, answer, status, (performance.now() - exchange.startedMs) / 1000);
     } catch (error) {
-      // Nothing a request does may reject this promise: nobody awaits it, and an unhandled
-      // rejection stops the node.
       try {
         this.internalError(exchange, error);
         if (!res.completed) res.close();
@@ -186,7 +222,8 @@ class HttpApp {
       `an internal error; the node logged it under request id ${exchange.requestId}`);
   }
 
-  private async answer(exchange: Exchange, req: Request): Promise<Answer> {
+  /** The answer to send now, or null once a KV call went to the node (it answers itself). */
+  private async answer(exchange: Exchange, req: Request): Promise<Answer | null> {
     const route = exchange.route;
     if (this.stopping) return SHUTTING_DOWN;
     if (route === null) return NOT_FOUND;
@@ -195,7 +232,9 @@ class HttpApp {
         `${exchange.method} is not allowed here; allowed: ${route.allow}`);
     }
     if (route.access !== null) {
-      const denied = await this.authorize(route.access, req);
+      const pending = this.deps.authenticator.authenticate(req.headers['authorization']);
+      const denied = this.denial(route.access, pending instanceof Promise ? await pending
+        : pending);
       if (denied !== null) return denied;
     }
     switch (route.id) {
@@ -222,8 +261,7 @@ class HttpApp {
   }
 
   /** Authenticate (401), then authorize by the route's access level (403). */
-  private async authorize(access: Access, req: Request): Promise<KvError | null> {
-    const auth = await this.deps.authenticator.authenticate(req.headers['authorization']);
+  private denial(access: Access, auth: AuthResult): KvError | null {
     if (!auth.ok) return kvError('unauthorized', 'unauthorized', auth.detail);
     if (!this.deps.authenticator.allows(auth.roles, access)) {
       return kvError('forbidden', 'forbidden', `this route needs the ${access} access level`);
@@ -231,8 +269,9 @@ class HttpApp {
     return null;
   }
 
-  /** The KV routes: tenant (400), body, validation (400/413), then `runCall`. */
-  private async kvRoute(exchange: Exchange, route: RouteMatch, req: Request): Promise<Answer> {
+  /** The KV routes: tenant (400), body, validation (400/413), then the node. */
+  private async kvRoute(exchange: Exchange, route: RouteMatch,
+    req: Request): Promise<Answer | null> {
     const resolved = this.deps.tenants.resolve(req.headers[TENANT_HEADER]);
     if (!resolved.ok) return kvError('kv_bad_request', 'kv_bad_tenant', resolved.detail);
     const tenant = resolved.tenant;
@@ -247,7 +286,7 @@ class HttpApp {
       const call = validateKvBody(parseJsonBody(text ?? ''), tenant, limits);
       if (isKvError(call)) return call;
       if (call.ops.length === 0) return reply(EMPTY_RESULTS);
-      return this.callTracked(call, 'kv');
+      return this.submit(exchange, call, 'kv');
     }
     if (route.id === 'kvPath') {
       const slash = route.rest.indexOf('/');
@@ -260,34 +299,28 @@ class HttpApp {
       const method = exchange.method as PathMethod;
       const call = validatePathCall(method, target, body, tenant, limits);
       if (isKvError(call)) return call;
-      return this.callTracked(call, 'kv');
+      return this.submit(exchange, call, 'kv');
     }
     const call = validateTransactionBody(parseJsonBody(text ?? ''), tenant, limits,
       randomUUID());
     if (isKvError(call)) return call;
-    return this.callTracked(call, 'transaction');
+    return this.submit(exchange, call, 'transaction');
   }
 
-  /** Counts the call as in flight from a received body to a rendered answer (for drain). */
-  private async callTracked(call: KvCall, wire: Wire): Promise<Answer> {
-    this.inFlight++;
-    try {
-      if (wire === 'transaction' && call.ops.length === 0) {
-        const paused = this.refuseBeforeLog(call, wire);
-        return paused ?? reply(renderEmptyTransaction(call.transactionId ?? randomUUID()));
-      }
-      const refused = this.refuseBeforeLog(call, wire);
-      if (refused !== null) return refused;
-      const result = await this.deps.service.execute(call);
-      if (result.kind === 'unavailable') {
-        return kvError('kv_unavailable', result.reason, result.detail,
-          { retryAfterSeconds: result.retryAfterSeconds });
-      }
-      return machineReply(result.value);
-    } finally {
-      this.inFlight--;
-      if (this.inFlight === 0) this.wakeDrainers();
+  /**
+   * Refusals decided here (pause, grant, rate), else hands the call to the node with the
+   * exchange as its sink; in flight (for drain) until the node answers.
+   */
+  private submit(exchange: Exchange, call: KvCall, wire: Wire): Answer | null {
+    const refused = this.refuseBeforeLog(call, wire);
+    if (refused !== null) return refused;
+    if (wire === 'transaction' && call.ops.length === 0) {
+      return reply(renderEmptyTransaction(call.transactionId ?? randomUUID()));
     }
+    this.inFlight++;
+    exchange.submitted = true;
+    this.deps.service.submit(call, exchange);
+    return null;
   }
 
   /**
@@ -385,6 +418,8 @@ class HttpApp {
     this.deps.metrics.observeRequest(label, method, status, seconds);
     const reason = answer instanceof KvError ? answer.reason : answer.refusalReason ?? null;
     if (reason !== null) this.deps.metrics.refusal(reason);
+    const logger = this.deps.logger;
+    if (status < 500 && logger.debugEnabled === false) return;
     const fields = {
       requestId: exchange.requestId,
       method: exchange.method,
@@ -428,20 +463,15 @@ class HttpApp {
 }
 
 /**
- * The machine's answer as a reply: sent as it is. A refusal decided when the entry applied
- * (paused, no grant, over quota) names its reason in its body, read back for metrics; a
- * command the machine refused is a host bug, a logged 500.
+ * The machine's answer as a reply, its body a view of the machine's memory (sent at once,
+ * so never copied). A refusal decided when the entry applied (paused, no grant, over quota)
+ * names its reason in its body, read back for metrics.
  */
-function machineReply(answer: CallAnswer): Answer {
-  if ('invalid' in answer) {
-    return kvError('internal_error', 'kv_invalid_command',
-      'the state machine refused a command the host validated: ' + answer.invalid);
-  }
-  const etag = answer.etagVersion === null ? null : '"' + answer.etagVersion + '"';
-  const body = Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
-  return { status: answer.status, body, contentType: JSON_TYPE, etag,
-    retryAfterSeconds: answer.retryAfterSeconds,
-    refusalReason: answer.status === 200 ? null : reasonIn(answer.body) };
+function machineReply(header: AnswerHeader, body: Uint8Array): Reply {
+  const etag = header.etagVersion === null ? null : '"' + header.etagVersion + '"';
+  return { status: header.status, body: Buffer.from(body.buffer, body.byteOffset,
+    body.byteLength), contentType: JSON_TYPE, etag, retryAfterSeconds: header.retryAfterSeconds,
+  refusalReason: header.status === 200 ? null : reasonIn(body) };
 }
 
 function reasonIn(body: Uint8Array): string {

@@ -63,6 +63,12 @@ export interface AppliedEntrySink {
 }
 
 
+/** Takes a read's answer as a view of wasm memory, or the machine's refusal of the call. */
+export interface AnswerSink {
+  answered(header: AnswerHeader, body: Uint8Array): void;
+  refused(detail: string): void;
+}
+
 /** Bytes `applyEntries` frames around each entry's data. */
 const ENTRY_FRAME_BYTES = 8 + 8 + 1 + 4;
 
@@ -188,6 +194,30 @@ export class StateMachine {
 
   /** Answers a read-only call at max(nowMs, lastTimeMs) without changing state. */
   read(call: KvCall, nowMs: number): CallAnswer {
+    const r = this.runRead(call, nowMs);
+    const kind = r.u8();
+    if (kind === OUT_INVALID) return { invalid: r.str() };
+    if (kind !== OUT_CALL) throw new Error(`machine output: read answered kind ${kind}`);
+    return readAnswer(r);
+  }
+
+  /**
+   * `read`, with the answer handed to `sink` as a view of wasm memory (no copy): valid only
+   * during the sink's call, which must not call the machine.
+   */
+  readInto(call: KvCall, nowMs: number, sink: AnswerSink): void {
+    const r = this.runRead(call, nowMs);
+    const kind = r.u8();
+    if (kind === OUT_INVALID) {
+      sink.refused(r.str());
+      return;
+    }
+    if (kind !== OUT_CALL) throw new Error(`machine output: read answered kind ${kind}`);
+    const header = readAnswerHeader(r);
+    sink.answered(header, r.bytesView(header.bodyLength));
+  }
+
+  private runRead(call: KvCall, nowMs: number): ByteReader {
     assertSafeTime(nowMs, 'nowMs');
     const w = new ByteWriter(this.input(READ_INPUT_BYTES_INITIAL), (_cur, min) => {
       // The region keeps its bytes when it grows (realloc); take a fresh view over it.
@@ -195,11 +225,7 @@ export class StateMachine {
     });
     writeCall(w, call, { requireGrant: false });
     const len = this.guard('read', () => this.x.read(w.pos, lo32(nowMs), hi32(nowMs)));
-    const r = new ByteReader(this.output(len));
-    const kind = r.u8();
-    if (kind === OUT_INVALID) return { invalid: r.str() };
-    if (kind !== OUT_CALL) throw new Error(`machine output: read answered kind ${kind}`);
-    return readAnswer(r);
+    return new ByteReader(this.output(len));
   }
 
   /** This node's origin: `applyEntries` answers only the calls of entries it proposed. */

@@ -52,6 +52,10 @@ export interface Logger extends RequestLogger {
 }
 
 class PinoBackedLogger implements Logger {
+  get debugEnabled(): boolean {
+    return this.inner.isLevelEnabled('debug');
+  }
+
   constructor(private readonly inner: PinoLogger) {}
 
   debug(fields: Record<string, unknown>, message: string): void {

@@ -3,17 +3,19 @@
  * one process (tests, the simulator) never share or clash on series. Every label set is
  * bounded: routes are route templates, never raw paths; distinct routes, methods and refusal
  * reasons are capped; tenant usage series are exactly the (capped) list last given.
- * Recording never throws into a request and never sees a key or a value.
+ * Recording never throws into a request and never sees a key or a value. The series every call
+ * updates (requests, latency, refusals, fsync) are plain numbers (plain-metrics.ts), turned
+ * into text at scrape time; the rest are prom-client's.
  */
 
 import {
   collectDefaultMetrics,
   Counter,
   Gauge,
-  Histogram,
   Registry,
 } from 'prom-client';
 import type { RequestMetrics } from '../http/guards.js';
+import { PlainCounter, PlainHistogram } from './plain-metrics.js';
 
 /** Latency buckets in seconds, from 100 us to 10 s. */
 export const LATENCY_BUCKETS_SECONDS: readonly number[] = [
@@ -55,16 +57,32 @@ class BoundedLabel {
   }
 }
 
+/** The request counts and latency of one (route, method). */
+class RouteSeries {
+  /** Requests answered, by status code. */
+  readonly statuses = new Map<number, number>();
+  constructor(readonly route: string, readonly method: string,
+    readonly latency: ReturnType<PlainHistogram['seriesFor']>) {}
+}
+
 /** Metrics of one node; `render()` answers GET /metrics. */
 export class NodeMetrics implements RequestMetrics {
   readonly registry = new Registry();
   private readonly routes = new BoundedLabel();
   private readonly methods = new BoundedLabel();
   private readonly reasons = new BoundedLabel();
-  private readonly requests: Counter<'route' | 'method' | 'status'>;
-  private readonly latency: Histogram<'route' | 'method'>;
-  private readonly fsync: Histogram;
-  private readonly refusals: Counter<'reason'>;
+  /** route as given -> method as given -> its series (aliases share one per label pair). */
+  private readonly requestSeries = new Map<string, Map<string, RouteSeries>>();
+  /** `<route label> <method label>` -> series: what is rendered. */
+  private readonly seriesByLabels = new Map<string, RouteSeries>();
+  private readonly latency = new PlainHistogram('hivekv_http_request_duration_seconds',
+    'Time from request to response, by route template and method.', LATENCY_BUCKETS_SECONDS,
+    ['route', 'method']);
+  private readonly fsync = new PlainHistogram('hivekv_fsync_duration_seconds',
+    'Time one fsync of the write-ahead log or hard state took.', LATENCY_BUCKETS_SECONDS);
+  private readonly fsyncSeries = this.fsync.seriesFor();
+  private readonly refusals = new PlainCounter('hivekv_refusals_total',
+    'Calls refused before the machine, by reason (rate_limited, forbidden, ...).', ['reason']);
   private readonly swept: Counter;
   private readonly raft: Record<keyof RaftGauges, Gauge>;
   private readonly tenantKeys: Gauge<'tenant'>;
@@ -73,31 +91,6 @@ export class NodeMetrics implements RequestMetrics {
   /** @param options.defaultMetrics process metrics (CPU, memory, event loop); default true. */
   constructor(options: { readonly defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    this.requests = new Counter({
-      name: 'hivekv_http_requests_total',
-      help: 'HTTP requests answered, by route template, method and status.',
-      labelNames: ['route', 'method', 'status'],
-      registers,
-    });
-    this.latency = new Histogram({
-      name: 'hivekv_http_request_duration_seconds',
-      help: 'Time from request to response, by route template and method.',
-      labelNames: ['route', 'method'],
-      buckets: [...LATENCY_BUCKETS_SECONDS],
-      registers,
-    });
-    this.fsync = new Histogram({
-      name: 'hivekv_fsync_duration_seconds',
-      help: 'Time one fsync of the write-ahead log or hard state took.',
-      buckets: [...LATENCY_BUCKETS_SECONDS],
-      registers,
-    });
-    this.refusals = new Counter({
-      name: 'hivekv_refusals_total',
-      help: 'Calls refused before the machine, by reason (rate_limited, forbidden, ...).',
-      labelNames: ['reason'],
-      registers,
-    });
     this.swept = new Counter({
       name: 'hivekv_swept_keys_total',
       help: 'Expired keys removed by sweep entries.',
@@ -128,21 +121,57 @@ export class NodeMetrics implements RequestMetrics {
 
   /** One answered request. `route` must be the route template (`/api/v1/kv/:ns/:key`). */
   observeRequest(route: string, method: string, status: number, seconds: number): void {
-    const routeLabel = this.routes.value(route);
-    const methodLabel = this.methods.value(method.toUpperCase());
-    this.requests.inc({ route: routeLabel, method: methodLabel, status: statusLabel(status) });
-    if (Number.isFinite(seconds) && seconds >= 0) {
-      this.latency.observe({ route: routeLabel, method: methodLabel }, seconds);
+    const series = this.seriesOf(route, method);
+    const code = Number.isInteger(status) && status >= 100 && status <= 599 ? status : 0;
+    series.statuses.set(code, (series.statuses.get(code) ?? 0) + 1);
+    this.latency.observe(series.latency, seconds);
+  }
+
+  /** The series of (route, method): two lookups by the caller's own strings once seen. */
+  private seriesOf(route: string, method: string): RouteSeries {
+    let byMethod = this.requestSeries.get(route);
+    if (byMethod === undefined) {
+      byMethod = new Map();
+      if (this.requestSeries.size < 4 * LABEL_VALUES_MAX) this.requestSeries.set(route, byMethod);
     }
+    let series = byMethod.get(method);
+    if (series === undefined) {
+      const routeLabel = this.routes.value(route);
+      const methodLabel = this.methods.value(method.toUpperCase());
+      const key = routeLabel + ' ' + methodLabel;
+      series = this.seriesByLabels.get(key);
+      if (series === undefined) {
+        series = new RouteSeries(routeLabel, methodLabel,
+          this.latency.seriesFor(routeLabel, methodLabel));
+        this.seriesByLabels.set(key, series);
+      }
+      if (byMethod.size < 4 * LABEL_VALUES_MAX) byMethod.set(method, series);
+    }
+    return series;
   }
 
   /** One call refused by a guard or the machine, by its stable reason id. */
   refusal(reason: string): void {
-    this.refusals.inc({ reason: this.reasons.value(reason) });
+    this.refusals.inc(1, this.reasons.value(reason));
   }
 
   observeFsync(seconds: number): void {
-    if (Number.isFinite(seconds) && seconds >= 0) this.fsync.observe(seconds);
+    this.fsync.observe(this.fsyncSeries, seconds);
+  }
+
+  /** hivekv_http_requests_total, from the plain counts. */
+  private renderRequests(): string {
+    const name = 'hivekv_http_requests_total';
+    let text = `# HELP ${name} HTTP requests answered, by route template, method and status.\n` +
+      `# TYPE ${name} counter\n`;
+    for (const series of this.seriesByLabels.values()) {
+      for (const [status, count] of series.statuses) {
+        const label = status === 0 ? OVERFLOW_LABEL : String(status);
+        text += `${name}{route="${series.route}",method="${series.method}",status="${label}"} ` +
+          `${count}\n`;
+      }
+    }
+    return text;
   }
 
   setRaft(state: RaftGauges): void {
@@ -173,8 +202,9 @@ export class NodeMetrics implements RequestMetrics {
   }
 
   /** The Prometheus text exposition of every series. */
-  render(): Promise<string> {
-    return this.registry.metrics();
+  async render(): Promise<string> {
+    return (await this.registry.metrics()) + this.renderRequests() + this.latency.render() +
+      this.fsync.render() + this.refusals.render();
   }
 }
 
@@ -190,8 +220,3 @@ function raftGauges(registers: Registry[]): Record<keyof RaftGauges, Gauge> {
   };
 }
 
-/** Status codes outside 100..599 are a bug upstream; they collapse to one label. */
-function statusLabel(status: number): string {
-  const valid = Number.isInteger(status) && status >= 100 && status <= 599;
-  return valid ? String(status) : OVERFLOW_LABEL;
-}

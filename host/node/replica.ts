@@ -26,7 +26,7 @@ import type { Message } from '../core/raft/messages.js';
 import { decodeMessage, encodeMessage } from '../core/raft/message-codec.js';
 import type { Entry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import {
-  isWriteOp, type CallAnswer, type Command, type KvCall, type QuotaSettings,
+  isWriteOp, type Command, type KvCall, type QuotaSettings,
 } from '../machine/commands.js';
 import { encodeCommand } from '../machine/codec.js';
 import type { StateMachine } from '../machine/state-machine.js';
@@ -39,7 +39,7 @@ import type { AppliedEntrySink } from '../machine/state-machine.js';
 import type { AnswerHeader } from '../machine/codec.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
-  KvService, NodeHealth, QuotaView, ServiceResult, Unavailable, UnavailableReason,
+  CallSink, KvService, NodeHealth, QuotaView, ServiceResult, Unavailable, UnavailableReason,
 } from './service.js';
 
 /** Entry bytes per append and bytes per snapshot chunk: the peer link's frame bound follows
@@ -87,22 +87,69 @@ export interface ReplicaDeps {
 
 type Settle<T> = (result: ServiceResult<T>) => void;
 
+/** Whoever waits for a write: a call's sink, or an operator write's Promise (`applied`). */
+type WriteWaiter = CallSink & { applied?(): void };
+
 interface PendingWrite {
   readonly command: Command;
-  /** Settled with the call's answer, or null for an entry that is not a call. */
-  readonly settle: Settle<CallAnswer | null>;
+  readonly waiter: WriteWaiter;
   /** Scheduler time after which the caller gets a 503 (outcome unknown). */
   readonly deadlineMs: number;
   /** Set once the core accepted (or forwarded) it; null while waiting for a leader. */
   seq: number | null;
 }
 
-interface PendingRead<T> {
-  readonly run: () => T;
-  readonly settle: Settle<T>;
+/** A read waiting until this node has applied its read index (thesis §6.4). */
+interface PendingRead {
+  /** Answers it from the machine now. */
+  serve(): void;
+  unavailable(result: Unavailable): void;
   readonly deadlineMs: number;
   /** The index this node must apply before answering; -1 while the core has not said. */
   readIndex: number;
+}
+
+/** A KV read call: answered straight from the machine into the caller's sink. */
+class CallRead implements PendingRead {
+  readIndex = -1;
+  constructor(private readonly replica: Replica, private readonly call: KvCall,
+    private readonly sink: CallSink, readonly deadlineMs: number) {}
+  serve(): void {
+    this.replica.answerRead(this.call, this.sink);
+  }
+  unavailable(result: Unavailable): void {
+    this.sink.unavailable(result);
+  }
+}
+
+/** An operator read (a quota row, the tenants): its value settles a Promise. */
+class ValueRead<T> implements PendingRead {
+  readIndex = -1;
+  constructor(private readonly run: () => T, private readonly settle: Settle<T>,
+    readonly deadlineMs: number) {}
+  serve(): void {
+    this.settle({ kind: 'done', value: this.run() });
+  }
+  unavailable(result: Unavailable): void {
+    this.settle(result);
+  }
+}
+
+/** An operator write's waiter: settles a Promise once its entry applied. */
+class SettleOnApply implements WriteWaiter {
+  constructor(private readonly settle: Settle<void>) {}
+  applied(): void {
+    this.settle({ kind: 'done', value: undefined });
+  }
+  answered(): void {
+    this.settle({ kind: 'done', value: undefined });
+  }
+  unavailable(result: Unavailable): void {
+    this.settle(result);
+  }
+  refused(detail: string): void {
+    throw new Error(`an operator entry was refused by the machine: ${detail}`);
+  }
 }
 
 function unavailable(reason: UnavailableReason, detail: string): Unavailable {
@@ -118,7 +165,7 @@ export class Replica implements KvService {
   private readonly writesBySeq = new Map<number, PendingWrite>();
   /** Writes waiting for a leader to be known, in arrival order. */
   private readonly writesAwaitingLeader: PendingWrite[] = [];
-  private readonly reads = new Map<number, PendingRead<unknown>>();
+  private readonly reads = new Map<number, PendingRead>();
   private readonly readsAwaitingLeader: number[] = [];
   private pumping = false;
   private state: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
@@ -195,27 +242,32 @@ export class Replica implements KvService {
 
   // ---------------------------------------------------------------- KvService
 
-  execute(call: KvCall): Promise<ServiceResult<CallAnswer>> {
+  submit(call: KvCall, sink: CallSink): void {
+    const deadlineMs = this.deps.scheduler.nowMs() + this.options.requestTimeoutMs;
     if (!call.ops.some(isWriteOp)) {
-      return this.linearizableRead(() => this.deps.machine.read(call, this.readTimeMs()));
+      this.read(new CallRead(this, call, sink, deadlineMs));
+      return;
     }
     const flags = { requireGrant: this.options.requireGrant };
-    return this.write({ kind: 'call', call, flags }).then((result) => {
-      if (result.kind !== 'done') return result;
-      const outcome = result.value;
-      if (outcome === null) return { kind: 'done', value: { invalid: 'entry applied no call' } };
-      return { kind: 'done', value: outcome };
-    });
+    this.write({ kind: 'call', call, flags }, sink, deadlineMs);
   }
 
-  async setPaused(paused: boolean): Promise<ServiceResult<void>> {
-    const result = await this.write({ kind: 'setPaused', paused });
-    return result.kind === 'done' ? { kind: 'done', value: undefined } : result;
+  /** Answers a read call from the machine now, into `sink` (a view of wasm memory). */
+  answerRead(call: KvCall, sink: CallSink): void {
+    this.deps.machine.readInto(call, this.readTimeMs(), sink);
   }
 
-  async setQuota(tenant: string, quota: QuotaSettings): Promise<ServiceResult<void>> {
-    const result = await this.write({ kind: 'setQuota', tenant, quota });
-    return result.kind === 'done' ? { kind: 'done', value: undefined } : result;
+  setPaused(paused: boolean): Promise<ServiceResult<void>> {
+    return this.operatorWrite({ kind: 'setPaused', paused });
+  }
+
+  setQuota(tenant: string, quota: QuotaSettings): Promise<ServiceResult<void>> {
+    return this.operatorWrite({ kind: 'setQuota', tenant, quota });
+  }
+
+  private operatorWrite(command: Command): Promise<ServiceResult<void>> {
+    return new Promise((resolve) => this.write(command, new SettleOnApply(resolve),
+      this.deps.scheduler.nowMs() + this.options.requestTimeoutMs));
   }
 
   getQuota(tenant: string): Promise<ServiceResult<QuotaView>> {
@@ -309,39 +361,38 @@ export class Replica implements KvService {
 
   // ---------------------------------------------------------------- requests
 
-  private write(command: Command): Promise<ServiceResult<CallAnswer | null>> {
-    return new Promise((resolve) => {
-      const refusal = this.admissionRefusal(true);
-      if (refusal !== null) return resolve(refusal);
-      const pending: PendingWrite = {
-        command,
-        settle: resolve,
-        seq: null,
-        deadlineMs: this.deps.scheduler.nowMs() + this.options.requestTimeoutMs,
-      };
-      this.proposeOrQueue(pending);
-      this.pump();
-    });
+  private write(command: Command, waiter: WriteWaiter, deadlineMs: number): void {
+    const refusal = this.admissionRefusal(true);
+    if (refusal !== null) {
+      waiter.unavailable(refusal);
+      return;
+    }
+    this.proposeOrQueue({ command, waiter, seq: null, deadlineMs });
+    this.pump();
   }
 
   /** Runs `run` once this node has applied everything committed when it was asked (§6.4). */
   linearizableRead<T>(run: () => T): Promise<ServiceResult<T>> {
-    return new Promise((resolve) => {
-      const refusal = this.admissionRefusal(false);
-      if (refusal !== null) return resolve(refusal);
-      if (this.isSoleLeaderCaughtUp()) return resolve({ kind: 'done', value: run() });
-      const requestId = this.nextReadId++;
-      const pending: PendingRead<T> = {
-        run,
-        settle: resolve,
-        readIndex: -1,
-        deadlineMs: this.deps.scheduler.nowMs() + this.options.requestTimeoutMs,
-      };
-      this.reads.set(requestId, pending as PendingRead<unknown>);
-      if (this.core.status().leader === null) this.readsAwaitingLeader.push(requestId);
-      else this.core.readIndex(requestId);
-      this.pump();
-    });
+    return new Promise((resolve) => this.read(new ValueRead(run, resolve,
+      this.deps.scheduler.nowMs() + this.options.requestTimeoutMs)));
+  }
+
+  /** Serves `read` at once when this node may, else after a read-index round. */
+  private read(read: PendingRead): void {
+    const refusal = this.admissionRefusal(false);
+    if (refusal !== null) {
+      read.unavailable(refusal);
+      return;
+    }
+    if (this.isSoleLeaderCaughtUp()) {
+      read.serve();
+      return;
+    }
+    const requestId = this.nextReadId++;
+    this.reads.set(requestId, read);
+    if (this.core.status().leader === null) this.readsAwaitingLeader.push(requestId);
+    else this.core.readIndex(requestId);
+    this.pump();
   }
 
   /**
@@ -377,7 +428,7 @@ export class Replica implements KvService {
         this.writesAwaitingLeader.push(pending);
         return;
       }
-      pending.settle(unavailable('overloaded', result.reason === 'busy'
+      pending.waiter.unavailable(unavailable('overloaded', result.reason === 'busy'
         ? 'too many uncommitted entries: the cluster is behind' : 'the entry is too large'));
       return;
     }
@@ -395,18 +446,19 @@ export class Replica implements KvService {
     for (const [seq, pending] of this.writesBySeq) {
       if (pending.deadlineMs > now) continue;
       this.writesBySeq.delete(seq);
-      pending.settle(timedOut);
+      pending.waiter.unavailable(timedOut);
     }
     for (let i = this.writesAwaitingLeader.length - 1; i >= 0; i--) {
       const pending = this.writesAwaitingLeader[i];
       if (pending === undefined || pending.deadlineMs > now) continue;
       this.writesAwaitingLeader.splice(i, 1);
-      pending.settle(unavailable('no_leader', 'no leader was elected in time'));
+      pending.waiter.unavailable(unavailable('no_leader', 'no leader was elected in time'));
     }
     for (const [requestId, pending] of this.reads) {
       if (pending.deadlineMs > now) continue;
       this.reads.delete(requestId);
-      pending.settle(unavailable('timeout', 'the cluster did not confirm a read index in time'));
+      const detail = 'the cluster did not confirm a read index in time';
+      pending.unavailable(unavailable('timeout', detail));
     }
   }
 
@@ -425,11 +477,11 @@ export class Replica implements KvService {
     const writes = [...this.writesBySeq.values(), ...this.writesAwaitingLeader];
     this.writesBySeq.clear();
     this.writesAwaitingLeader.length = 0;
-    for (const pending of writes) pending.settle(unavailable(reason, detail));
+    for (const pending of writes) pending.waiter.unavailable(unavailable(reason, detail));
     const reads = [...this.reads.values()];
     this.reads.clear();
     this.readsAwaitingLeader.length = 0;
-    for (const pending of reads) pending.settle(unavailable(reason, detail));
+    for (const pending of reads) pending.unavailable(unavailable(reason, detail));
   }
 
   /** A read evaluates expiry at max(local clock, last applied stamp) (DESIGN.md). */
@@ -641,16 +693,14 @@ export class Replica implements KvService {
       const pending = this.writesBySeq.get(seq);
       if (pending === undefined) return;
       this.writesBySeq.delete(seq);
-      // The body is a view of wasm memory: copied, since the caller answers after this turn.
-      pending.settle({ kind: 'done', value: { status: header.status,
-        etagVersion: header.etagVersion, retryAfterSeconds: header.retryAfterSeconds,
-        body: body.slice() } });
+      pending.waiter.answered(header, body);
     },
     done: (seq: number) => {
       const pending = this.writesBySeq.get(seq);
       if (pending === undefined) return;
       this.writesBySeq.delete(seq);
-      pending.settle({ kind: 'done', value: null });
+      if (pending.waiter.applied !== undefined) pending.waiter.applied();
+      else pending.waiter.refused('the entry applied no call');
     },
     admin: () => this.forgetAdminState(),
     swept: (removedKeys: number) => this.deps.onSwept?.(removedKeys),
@@ -666,7 +716,7 @@ export class Replica implements KvService {
       if (readIndex < 0) {
         this.reads.delete(requestId);
         const detail = 'leadership changed before the read was confirmed';
-        pending.settle(unavailable('no_leader', detail));
+        pending.unavailable(unavailable('no_leader', detail));
         continue;
       }
       pending.readIndex = readIndex;
@@ -678,7 +728,7 @@ export class Replica implements KvService {
     for (const [requestId, pending] of this.reads) {
       if (pending.readIndex < 0 || pending.readIndex > applied) continue;
       this.reads.delete(requestId);
-      pending.settle({ kind: 'done', value: pending.run() });
+      pending.serve();
     }
   }
 

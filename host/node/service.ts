@@ -7,6 +7,7 @@
  * HTTP maps to 503 `kv_unavailable` with `Retry-After`.
  */
 import type { CallAnswer, KvCall, QuotaSettings, TenantUsage } from '../machine/commands.js';
+import type { AnswerHeader } from '../machine/codec.js';
 
 export type UnavailableReason =
   | 'no_leader'
@@ -45,12 +46,27 @@ export interface QuotaView {
   readonly usage: TenantUsage;
 }
 
+/**
+ * Whoever waits for a call's end, told exactly once and synchronously. The node keeps it in
+ * its table of pending calls (no Promise, no closure per call), so an answer goes from the
+ * machine's memory to the socket without a copy: `body` is a view that is valid only during
+ * the `answered` call.
+ */
+export interface CallSink {
+  answered(header: AnswerHeader, body: Uint8Array): void;
+  /** No answer: 503 `kv_unavailable` (an unknown outcome for a write). */
+  unavailable(result: Unavailable): void;
+  /** The machine refused the command: a bug in the host that built it, a logged 500. */
+  refused(detail: string): void;
+}
+
 export interface KvService {
   /**
-   * Runs one validated call. A call with any write goes through the log as one entry; a
-   * read-only call is a linearizable read (read index, then a local read).
+   * Runs one validated call and tells `sink` how it ended, possibly before returning. A call
+   * with any write goes through the log as one entry; a read-only call is a linearizable read
+   * (read index, then a local read).
    */
-  execute(call: KvCall): Promise<ServiceResult<CallAnswer>>;
+  submit(call: KvCall, sink: CallSink): void;
   /** Replicated operator switch (`POST /api/v1/system/kv-timers`). */
   setPaused(paused: boolean): Promise<ServiceResult<void>>;
   /** Replicated quota row (`PUT /api/v1/system/kv-quota/:tenant`). */
@@ -62,4 +78,28 @@ export interface KvService {
   /** This node's local view of a tenant's quota row (for grant checks and rate overrides). */
   quotaLocally(tenant: string): QuotaSettings | null;
   health(): NodeHealth;
+}
+
+/** A sink that settles a Promise with a copy of the answer: for callers that want one. */
+class SettlingSink implements CallSink {
+  constructor(private readonly settle: (result: ServiceResult<CallAnswer>) => void) {}
+
+  answered(header: AnswerHeader, body: Uint8Array): void {
+    this.settle({ kind: 'done', value: { status: header.status,
+      etagVersion: header.etagVersion, retryAfterSeconds: header.retryAfterSeconds,
+      body: body.slice() } });
+  }
+
+  unavailable(result: Unavailable): void {
+    this.settle(result);
+  }
+
+  refused(detail: string): void {
+    this.settle({ kind: 'done', value: { invalid: detail } });
+  }
+}
+
+/** `submit` as a Promise of the answer (tests, the simulator, tools). */
+export function execute(service: KvService, call: KvCall): Promise<ServiceResult<CallAnswer>> {
+  return new Promise((resolve) => service.submit(call, new SettlingSink(resolve)));
 }

@@ -8,8 +8,8 @@ import type {
   CallOutcome, KvCall, KvOp, KvReason, OpResult, QuotaSettings, Row,
 } from '../../host/machine/commands.js';
 import type { NodeHealth, QuotaView, ServiceResult, Unavailable } from '../../host/node/service.js';
-import type { KvService } from '../../host/node/service.js';
-import type { CallAnswer } from '../../host/machine/commands.js';
+import type { CallSink, KvService } from '../../host/node/service.js';
+
 import { answerFor } from '../model/answers.js';
 
 /** The fake remembers this many recent calls, so a long fuzz or load run stays bounded. */
@@ -38,21 +38,32 @@ export class FakeKvService implements KvService {
   private readonly quotas = new Map<string, QuotaSettings>();
   private version = 0;
 
-  /** Runs the call on the fake store and answers what the machine would render for it. */
-  async execute(call: KvCall): Promise<ServiceResult<CallAnswer>> {
-    const result = await this.decide(call);
-    if (result.kind !== 'done') return result;
-    const answer = answerFor(call, result.value);
-    if ('invalid' in answer) return done(answer);
-    return done({ status: answer.status, etagVersion: answer.etagVersion,
-      retryAfterSeconds: answer.retryAfterSeconds, body: new TextEncoder().encode(answer.body) });
+  /**
+   * Runs the call on the fake store and answers what the machine would render for it, after
+   * a turn (or the gate). A set `failure` throws at once, as a bug in a service would.
+   */
+  submit(call: KvCall, sink: CallSink): void {
+    if (this.failure !== null) throw this.failure;
+    void this.decide(call).then((result) => {
+      if (result.kind !== 'done') {
+        sink.unavailable(result);
+        return;
+      }
+      const answer = answerFor(call, result.value);
+      if ('invalid' in answer) {
+        sink.refused(answer.invalid);
+        return;
+      }
+      const body = new TextEncoder().encode(answer.body);
+      sink.answered({ status: answer.status, etagVersion: answer.etagVersion,
+        retryAfterSeconds: answer.retryAfterSeconds, bodyLength: body.length }, body);
+    });
   }
 
   private async decide(call: KvCall): Promise<ServiceResult<CallOutcome>> {
     if (this.calls.length >= CALLS_KEPT_MAX) this.calls.shift();
     this.calls.push(call);
     if (this.gate !== null) await this.gate;
-    if (this.failure !== null) throw this.failure;
     if (this.unavailable !== null) return this.unavailable;
     if (this.outcome !== null) return done(this.outcome);
     if (this.paused) return done({ status: 'paused' });

@@ -9,8 +9,9 @@
  * time of the event that resolved them, and the same seed replays the same run.
  */
 import { decodeMessage } from '../../host/core/raft/message-codec.js';
-import type { CallOutcome } from '../../host/machine/commands.js';
+import type { CallOutcome, KvCall } from '../../host/machine/commands.js';
 import { outcomeOf } from '../model/answers.js';
+import { execute } from '../../host/node/service.js';
 import { StateMachine } from '../../host/machine/state-machine.js';
 import { Replica, type ReplicaOptions } from '../../host/node/replica.js';
 import type { TimerHandle } from '../../host/node/scheduler.js';
@@ -156,11 +157,11 @@ export class SimCluster {
    * Runs a call on `node`; the promise settles with the outcome (the machine's answer read
    * back, test/model/answers.ts) or null (unknown).
    */
-  execute(node: SimNode, call: Parameters<Replica['execute']>[0]):
+  execute(node: SimNode, call: KvCall):
     Promise<ServiceResult<CallOutcome>> | null {
     const inc = node.running();
     if (inc === null) return null;
-    return inc.replica.execute(call).then((result) => (result.kind === 'done'
+    return execute(inc.replica, call).then((result) => (result.kind === 'done'
       ? { kind: 'done', value: outcomeOf(call, result.value) } : result));
   }
 
