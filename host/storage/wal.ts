@@ -2,11 +2,10 @@
  * The write-ahead log on disk: segment files in `<dir>/wal/`, each named by the index of its
  * first record and rolled at a bounded size, holding the framed records of record.ts.
  *
- * `append` encodes into memory and, when nothing has to be made durable before them, starts
- * writing the records through to the page cache at once (on the thread pool), so they reach
- * the OS while the previous batch's fdatasync is still running; `flush` (called by
- * FileStorage.sync under its lock) then only fdatasyncs. Everything else takes the ordered
- * path in `flush`: an overwrite of a suffix is made durable before any new record is written
+ * `append` encodes into memory; `writeThrough` copies the records to the page cache at once
+ * when no flush runs and nothing has to be made durable before them, and `flush` (called by
+ * FileStorage.sync under its lock) writes what is left and fdatasyncs. Everything else takes
+ * the ordered path in `flush`: an overwrite of a suffix is made durable before any new record is written
  * (later segments are unlinked newest first, so a crash leaves a prefix of the old log, then
  * the segment holding the conflict point is cut and fsynced); segments are written in index
  * order, and a new segment's directory entry is fsynced before the next one is touched, so a
@@ -20,6 +19,7 @@
  * Must never: write outside `<dir>/wal/`, retry a failed write or fsync, or drop a record
  * that recovery cannot prove was torn at the very end of the newest segment.
  */
+import { writeSync } from 'node:fs';
 import { open, readdir, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -101,6 +101,15 @@ export async function writeFully(
       position + done);
     if (bytesWritten <= 0) throw new Error(`write made no progress at byte ${position + done}`);
     done += bytesWritten;
+  }
+}
+
+/** `writeFully` on the calling thread: for writes small enough to copy at once. */
+function writeFullySync(fd: number, bytes: Uint8Array, position: number): void {
+  for (let done = 0; done < bytes.byteLength;) {
+    const written = writeSync(fd, bytes, done, bytes.byteLength - done, position + done);
+    if (written <= 0) throw new Error(`write made no progress at byte ${position + done}`);
+    done += written;
   }
 }
 
@@ -243,10 +252,8 @@ export class Wal {
   private floorIndex = 0;
   private totalPendingBytes = 0;
   private readonly spares: SegmentPreallocator;
-  /** Writes started by `writeThrough`, which the next flush waits for before its fdatasync. */
-  private writesInFlight: Array<Promise<void>> = [];
-  /** The first write-through that failed; every later flush rejects with it. */
-  private writeFailure: unknown = null;
+  /** A flush is running: its fdatasync may be writing back the tail's last page. */
+  private flushing = false;
 
   /** `preallocate` false creates every segment file on demand (tests of file layouts). */
   constructor(
@@ -301,14 +308,18 @@ export class Wal {
   }
 
   /**
-   * Starts writing the buffered records to the page cache now, when they all belong to the
-   * open tail segment and nothing before them must be made durable first (no unlink, cut or
-   * new file pending); otherwise leaves them to `flush`. Their fdatasync is the next flush's,
-   * which first waits for the write. The write runs on the thread pool, never on the event
-   * loop: even a write into the page cache can wait for the disk (a page being written back
-   * stays locked; the file's new mtime waits for a journal commit on ext4), and measured on a
-   * busy node, synchronous writes took a quarter of the event loop's time. The caller makes
-   * sure nothing else must precede the records (FileStorage: a new term or vote).
+   * Writes the buffered records to the page cache now, when no flush is running, they all
+   * belong to the open tail segment and nothing before them must be made durable first (no
+   * unlink, cut or new file pending); otherwise leaves them to `flush`, which writes them
+   * just before its fdatasync. The caller makes sure nothing else must precede the records
+   * (FileStorage: a new term or vote).
+   *
+   * Measured (bench/RESULTS.md, "WAL writes"), per batch: a synchronous write of a few KiB
+   * costs about 5 µs of the event loop; handing it to the thread pool cost 11 to 18 µs just to
+   * start, and made puts at 64 connections a third slower. A write while an fdatasync is
+   * running can wait for the page it shares with the last batch to be written back, so none
+   * is made then: those records wait for the next flush, which starts the moment the running
+   * one returns. The disk still never waits for the CPU.
    */
   writeThrough(): void {
     const tail = this.segments.at(-1);
@@ -319,10 +330,8 @@ export class Wal {
     if (this.segments.some((segment) => segment.pendingStart < segment.fileBytes)) return;
     const bytes = tail.pendingChunks.length === 1 ? tail.pendingChunks[0]!
       : Buffer.concat(tail.pendingChunks, tail.pendingBytes);
-    this.writesInFlight.push(writeFully(tail.handle, bytes, tail.pendingStart).catch(
-      (error: unknown) => {
-        this.writeFailure ??= error;
-      }));
+    if (this.flushing) return;
+    writeFullySync(tail.handle.fd, bytes, tail.pendingStart);
     tail.fileBytes = tail.pendingStart + tail.pendingBytes;
     tail.pendingStart = tail.fileBytes;
     tail.pendingChunks = [];
@@ -404,8 +413,15 @@ export class Wal {
    * the caller must stop using it.
    */
   async flush(): Promise<void> {
-    if (this.writesInFlight.length > 0) await Promise.all(this.writesInFlight.splice(0));
-    if (this.writeFailure !== null) throw this.writeFailure;
+    this.flushing = true;
+    try {
+      await this.flushInOrder();
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async flushInOrder(): Promise<void> {
     const unlinks = this.unlinkQueue.splice(0).sort((a, b) => b.firstIndex - a.firstIndex);
     const dirty = this.segments.filter((segment) => segment.dirty);
     const writes = this.segments.flatMap((segment) => takePending(segment));
@@ -433,7 +449,11 @@ export class Wal {
     for (const write of writes) {
       if (write.bytes === null) continue;
       const handle = await this.handleOf(write.segment, write.create);
-      await writeFully(handle, write.bytes, write.position);
+      if (write.bytes.byteLength <= WRITE_THROUGH_BYTES_MAX) {
+        writeFullySync(handle.fd, write.bytes, write.position);
+      } else {
+        await writeFully(handle, write.bytes, write.position);
+      }
       await datasyncTimed(handle, this.observe);
       if (write.create) await fsyncDirectory(this.walDir, this.observe);
     }
@@ -530,7 +550,6 @@ export class Wal {
 
   /** Closes file handles; buffered records are dropped (nothing was asked to be durable). */
   async close(): Promise<void> {
-    await Promise.all(this.writesInFlight.splice(0));
     await this.spares.close();
     for (const segment of [...this.segments, ...this.unlinkQueue]) {
       await closeHandle(segment);
