@@ -5,11 +5,11 @@
  * `append` encodes into memory; `writeThrough` copies the records to the page cache at once
  * when no flush runs and nothing has to be made durable before them, and `flush` (called by
  * FileStorage.sync under its lock) writes what is left and fdatasyncs. Everything else takes
- * the ordered path in `flush`: an overwrite of a suffix is made durable before any new record is written
- * (later segments are unlinked newest first, so a crash leaves a prefix of the old log, then
- * the segment holding the conflict point is cut and fsynced); segments are written in index
- * order, and a new segment's directory entry is fsynced before the next one is touched, so a
- * crash never leaves a hole between segments.
+ * the ordered path in `flush`: an overwrite of a suffix is made durable before any new record
+ * is written (later segments are unlinked newest first, so a crash leaves a prefix of the old
+ * log, then the segment holding the conflict point is cut and fsynced); segments are written
+ * in index order, and a new segment's directory entry is fsynced before the next one is
+ * touched, so a crash never leaves a hole between segments.
  *
  * Segments are zero-filled before use (wal-prealloc.ts), so an fdatasync commits data, not a
  * new file size. Recovery reads zeros after the last record as the segment's unused room, and
