@@ -49,7 +49,7 @@ function mix(hash: number, value: number): number {
 /** Checksum of a whole record: header fields and data. */
 export function entryChecksum(entry: Entry): number {
   let h = mix(mix(mix(0x811c9dc5, entry.term), entry.index), entry.timeMs);
-  h = mix(h, entry.type === 'normal' ? 1 : 2);
+  h = mix(h, entry.type === 'normal' ? 1 : entry.type === 'empty' ? 2 : 3);
   return fnv1a(entry.data, h);
 }
 

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { takeMark } from '../../host/core/marks.js';
+import { bootstrapConfiguration } from '../../host/core/raft/configuration.js';
 import { RaftLog } from '../../host/core/raft/log.js';
 import {
   createRaft, type RaftConfig, type RaftCore, type Ready,
@@ -114,8 +115,8 @@ function crashAndCompact(c: Cluster, ids: string[], step: number, next: (n: numb
     const node = c.node(ids[next(ids.length)]!);
     const last = node.applied[node.applied.length - 1];
     if (node.up && last !== undefined) {
-      node.raft.compact({ index: last.index, term: last.term, timeMs: last.timeMs, voters: ids },
-        bytes(`state@${last.index}`));
+      node.raft.compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+        ...node.raft.configurationAt(last.index) }, bytes(`state@${last.index}`));
     }
   }
 }
@@ -493,7 +494,7 @@ describe('§7 log compaction', () => {
     const last = n1.applied[n1.applied.length - 1]!;
     const data = bytes('machine-state-at-7');
     c.raft('n1').compact({ index: last.index, term: last.term, timeMs: last.timeMs,
-      voters: THREE }, data);
+      ...bootstrapConfiguration(THREE) }, data);
     c.raft('n1').propose(bytes('after'), 10);
     c.tickAll(1);
     return { c, data, snapshotIndex: last.index };
@@ -637,7 +638,7 @@ describe('invariants', () => {
   });
 
   it('an append that would overwrite a committed entry is an invariant violation', () => {
-    const log = new RaftLog({ index: 0, term: 0, timeMs: 0, voters: THREE },
+    const log = new RaftLog({ index: 0, term: 0, timeMs: 0, ...bootstrapConfiguration(THREE) },
       entries({ from: 1, terms: [1, 2] }), 2);
     expect(log.maybeAppend(2, 2, entries({ from: 3, terms: [3] }))).toBe(3);
     expect(() => log.maybeAppend(1, 1, entries({ from: 2, terms: [3] }))).toThrow(/committed/);
