@@ -12,12 +12,13 @@ import type { Request, Response } from 'hyper-express';
 import type { CallAnswer, KvCall } from '../machine/commands.js';
 import { isWriteOp } from '../machine/commands.js';
 import type { NodeConfig } from '../node/config.js';
-import type { KvService } from '../node/service.js';
+import type { KvService, MembersService } from '../node/service.js';
 import { errorBody, isKvError, KvError, kvError, tooLarge, type Wire } from './errors.js';
 import { answerOperator, type OperatorDeps } from './operator.js';
 import type {
   Access, Authenticator, RateLimiter, RequestLogger, RequestMetrics, TenantResolver,
 } from './guards.js';
+import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import {
   renderEmptyTransaction, validateTransactionBody,
@@ -29,6 +30,8 @@ import {
 
 export interface HttpDeps {
   readonly service: KvService;
+  /** The membership routes; without it they answer 404. */
+  readonly members?: MembersService;
   readonly config: NodeConfig;
   readonly authenticator: Authenticator;
   readonly tenants: TenantResolver;
@@ -205,6 +208,13 @@ class HttpApp {
         return this.kvTimers(req);
       case 'kvQuota':
         return this.kvQuota(exchange.method, route.rest, req);
+      case 'members':
+      case 'member': {
+        const body = exchange.method === 'POST' ? await readBody(req, MEMBERS_BODY_BYTES_MAX)
+          : undefined;
+        const answer = await answerMembers(this.deps.members, exchange.method, route.rest, body);
+        return isKvError(answer) ? answer : reply(answer.body, answer.status);
+      }
       case 'health': {
         const health = this.deps.service.health();
         return reply(JSON.stringify(health), health.status === 'ok' ? 200 : 503);

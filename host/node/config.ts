@@ -42,10 +42,15 @@ export interface NodeConfig {
   readonly dataDir: string;
   /** This node's id in the cluster; `n1` for a single node. */
   readonly id: string;
-  /** Every voting member, this node included. One entry for a single node. */
+  /**
+   * Every starting voter, this node included (`--peers`); one entry for a single node;
+   * none for a joining node. Later changes live in the log, which wins over this list.
+   */
   readonly peers: readonly PeerAddress[];
-  /** Where this node accepts peer connections; null for a single node. */
+  /** Where this node accepts peer connections; null for a single node without `--peers`. */
   readonly peerListen: { readonly host: string; readonly port: number } | null;
+  /** `--join`: a new member that knows no member list and waits until a leader adds it. */
+  readonly join: boolean;
   readonly limits: KvLimits;
   readonly rates: RateSettings;
   /** QUEEN_KV_EXPIRE_EVERY_MS: how often the leader proposes a sweep. */
@@ -139,14 +144,42 @@ export function parsePeers(text: string): PeerAddress[] {
 
 export type Flags = Readonly<Record<string, string | undefined>>;
 
-function clusterShape(flags: Flags): Pick<NodeConfig, 'id' | 'peers' | 'peerListen'> {
+type ClusterShape = Pick<NodeConfig, 'id' | 'peers' | 'peerListen' | 'join'>;
+
+/**
+ * `--join`: no member list, so no cluster id can be derived from one: HIVEKV_CLUSTER_ID must
+ * name the cluster, and the node must say where peers reach it.
+ */
+function joinShape(flags: Flags, env: Env): ClusterShape {
+  if (flags['peers'] !== undefined) {
+    throw new ConfigError('--join and --peers exclude each other: a joining node learns the ' +
+      'members from the leader that adds it');
+  }
+  const id = flags['id'];
+  if (id === undefined || !/^[A-Za-z0-9_.-]{1,64}$/.test(id)) {
+    throw new ConfigError('--join needs --id: 1 to 64 of [A-Za-z0-9_.-], the id the operator ' +
+      'adds (POST /api/v1/system/members)');
+  }
+  const listenText = flags['peer-listen'];
+  if (listenText === undefined) {
+    throw new ConfigError('--join needs --peer-listen HOST:PORT: the address the leader dials');
+  }
+  if ((env['HIVEKV_CLUSTER_ID'] ?? '').trim() === '') {
+    throw new ConfigError('--join needs HIVEKV_CLUSTER_ID: a joining node knows no member ' +
+      'list to derive the cluster id from; set the id the other members use');
+  }
+  return { id, peers: [], peerListen: parseHostPort(listenText, '--peer-listen'), join: true };
+}
+
+function clusterShape(flags: Flags, env: Env): ClusterShape {
+  if (flags['join'] === 'true') return joinShape(flags, env);
   const peersText = flags['peers'];
   if (peersText === undefined) {
     if (flags['peer-listen'] !== undefined) {
-      throw new ConfigError('--peer-listen needs --peers');
+      throw new ConfigError('--peer-listen needs --peers (or --join)');
     }
     const id = flags['id'] ?? 'n1';
-    return { id, peers: [{ id, host: '127.0.0.1', port: 0 }], peerListen: null };
+    return { id, peers: [{ id, host: '127.0.0.1', port: 0 }], peerListen: null, join: false };
   }
   const peers = parsePeers(peersText);
   const id = flags['id'];
@@ -156,7 +189,7 @@ function clusterShape(flags: Flags): Pick<NodeConfig, 'id' | 'peers' | 'peerList
   const listenText = flags['peer-listen'];
   const peerListen = listenText === undefined ? { host: self.host, port: self.port }
     : parseHostPort(listenText, '--peer-listen');
-  return { id, peers, peerListen };
+  return { id, peers, peerListen, join: false };
 }
 
 function kvLimits(env: Env): KvLimits {
@@ -218,7 +251,7 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
     host: flags['host'] ?? '127.0.0.1',
     port,
     dataDir: flags['data'] ?? './data',
-    ...clusterShape(flags),
+    ...clusterShape(flags, env),
     limits,
     rates: {
       readRate: intSetting(env, 'QUEEN_KV_READ_RATE', 200, 0, 10_000_000),

@@ -32,7 +32,7 @@ const METRICS_REFRESH_MS = 5000;
 const TENANTS_IN_METRICS_MAX = 100;
 
 function buildTransport(config: NodeConfig) {
-  if (config.peers.length === 1 || config.peerListen === null) return new NoPeersTransport();
+  if (config.peerListen === null) return new NoPeersTransport();
   return new WsTransport({ selfId: config.id, listen: config.peerListen, peers: config.peers });
 }
 
@@ -80,7 +80,9 @@ export async function serve(config: NodeConfig): Promise<void> {
   });
   const replica: Replica = new Replica({
     id: config.id,
-    voters: config.peers.map((p) => p.id),
+    voters: config.join ? [] : config.peers.map((p) => p.id),
+    peers: config.peers,
+    peerLink: config.peerListen !== null,
     seed: randomInt(2 ** 31),
     incarnation: randomInt(2 ** 32),
     tickMs: config.tickMs,
@@ -96,6 +98,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   await replica.start();
   const http = await startHttpServer({
     service: replica,
+    members: replica,
     config,
     authenticator: new JwtAuthenticator(config.jwt),
     tenants: new HeaderTenantResolver({ tenancyHeader: config.tenancyHeader }),
@@ -109,7 +112,8 @@ export async function serve(config: NodeConfig): Promise<void> {
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
-    peers: config.peers.length, url, console: `${url}/console` }, 'serving');
+    peers: config.peers.length, join: config.join, url, console: `${url}/console` },
+    'serving');
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

@@ -113,6 +113,7 @@ export class SimCluster {
     const machine = StateMachine.create();
     const options: ReplicaOptions = {
       id: node.id, voters: this.ids, seed: this.rng.seed31(), incarnation: this.rng.nextU32(),
+      peers: this.ids.map((id, i) => ({ id, host: 'sim', port: 7001 + i })), peerLink: true,
       tickMs: this.settings.tickMs, electionTicks: this.settings.electionTicks,
       requestTimeoutMs: this.settings.requestTimeoutMs, requireGrant: false,
       expireEveryMs: 1000, expireBatch: 100,

@@ -9,6 +9,7 @@
  * frame when full. All randomness comes from the run's `SimRandom`; all time from the
  * `SimScheduler`.
  */
+import type { PeerAddress } from '../../host/node/config.js';
 import type { Transport } from '../../host/transport/transport.js';
 import type { Faults } from './faults.js';
 import type { SimRandom } from './random.js';
@@ -187,10 +188,16 @@ export class SimNetwork {
   }
 }
 
-/** One node incarnation's end of the network. */
+/**
+ * One node incarnation's end of the network. Like the WebSocket transport, it reaches the
+ * members it was told about (`setPeers`) and any node that reached it first; a frame to
+ * anyone else is dropped.
+ */
 export class SimTransport implements Transport {
   private onFrame: ((from: string, frame: Uint8Array) => void) | null = null;
   private dead = false;
+  private peers = new Set<string>();
+  private readonly heardFrom = new Set<string>();
 
   constructor(private readonly nodeId: string, private readonly network: SimNetwork) {}
 
@@ -200,8 +207,12 @@ export class SimTransport implements Transport {
   }
 
   send(to: string, frame: Uint8Array): void {
-    if (this.dead) return;
+    if (this.dead || (!this.peers.has(to) && !this.heardFrom.has(to))) return;
     this.network.send(this.nodeId, to, frame);
+  }
+
+  setPeers(peers: readonly PeerAddress[]): void {
+    this.peers = new Set(peers.map((p) => p.id));
   }
 
   close(): Promise<void> {
@@ -210,7 +221,9 @@ export class SimTransport implements Transport {
   }
 
   receive(from: string, frame: Uint8Array): void {
-    if (!this.dead) this.onFrame?.(from, frame);
+    if (this.dead) return;
+    this.heardFrom.add(from);
+    this.onFrame?.(from, frame);
   }
 
   kill(): void {

@@ -260,9 +260,22 @@ describe('thesis §4.2.2, §4.2.3: removing members', () => {
     const c = ledByN1();
     expect(change(c.raft('n1'), remove('n3'))).toMatchObject({ kind: 'proposed' });
     c.deliverAll();
+    // For an election timeout n3 still receives the log, so it learns it was removed and
+    // that the removal committed, but its answers count for nothing: n1 and n3 commit nothing.
+    c.groups = [['n1', 'n3'], ['n2']];
+    c.raft('n1').propose(bytes('b'), 2);
+    c.deliverAll();
+    const last = c.raft('n1').status().lastIndex;
+    expect(c.raft('n3').status().lastIndex).toBe(last);
+    expect(c.raft('n1').status().commitIndex).toBe(last - 1);
+    c.groups = null;
+    c.tickAll(12);
+    expect(c.raft('n1').status().commitIndex).toBe(last);
+    expect(c.raft('n3').configuration().config.removed).toEqual(['n3']);
+    // Then it gets nothing more, and what it says is ignored.
     takeMark('answer-from-non-member-ignored');
     c.raft('n1').step({ type: 'appendResponse', from: 'n3', to: 'n1', term: 1, success: true,
-      matchIndex: 99, rejectedIndex: 0, hintIndex: 0, hintTerm: 0 });
+      matchIndex: last, rejectedIndex: 0, hintIndex: 0, hintTerm: 0 });
     expect(takeMark('answer-from-non-member-ignored')).toBe(1);
     expect(c.raft('n1').matchIndexOf('n3')).toBeNull();
   });

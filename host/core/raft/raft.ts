@@ -276,8 +276,13 @@ class Raft implements RaftCore {
   /** Leader only: one entry per voter, this node included (its match = stable index). */
   private progress = new Map<string, Progress>();
   private leadTransferee: string | null = null;
-  /** Leader: once this index commits, members it removed lose their Progress (0: none). */
-  private retireAtCommit = 0;
+  /**
+   * Leader: the tick at which members the newest change removed lose their Progress; -1
+   * while the change is uncommitted, or when there are none (see `syncProgress`).
+   */
+  private retireAtTick = -1;
+  /** Leader: Progress still holds members the newest change removed. */
+  private keepsRemoved = false;
   /** Leader: bytes of entries proposed in this term and not yet committed. */
   private uncommittedBytes = 0;
   /** Leader: proposals arrived this turn; one append per follower goes out at ready(). */
@@ -654,6 +659,8 @@ class Raft implements RaftCore {
     this.votes = new Map();
     this.leadTransferee = null;
     this.progress = new Map();
+    this.keepsRemoved = false;
+    this.retireAtTick = -1;
     this.uncommittedBytes = 0;
     this.broadcastPending = false;
   }
@@ -709,9 +716,10 @@ class Raft implements RaftCore {
   }
 
   /**
-   * Leader: one Progress per member (and itself). A member that the newest, uncommitted
-   * change removes keeps receiving the log until that change commits, so it usually learns
-   * that it was removed and stops asking for votes; it counts for nothing meanwhile.
+   * Leader: one Progress per member (and itself). A member that the newest change removes
+   * keeps receiving the log until that change commits, and for one election timeout more,
+   * so it learns that it was removed (it stops asking for votes) and that the removal
+   * committed (it can answer the operator who asked it); it counts for nothing meanwhile.
    */
   private syncProgress(): void {
     for (const id of this.members) {
@@ -720,13 +728,19 @@ class Raft implements RaftCore {
       this.broadcastPending = true;
     }
     const { index } = this.log.configuration();
-    const pending = index > this.log.commitIndex;
-    const previous = pending ? this.log.configurationAt(index - 1).config : null;
-    this.retireAtCommit = 0;
+    const retiring = this.retireAtTick < 0 || this.ticks < this.retireAtTick;
+    const previous = retiring && index > this.log.snapshot.index
+      ? this.log.configurationAt(index - 1).config : null;
+    let kept = false;
     for (const id of [...this.progress.keys()]) {
       if (id === this.id || this.isMember(id)) continue;
-      if (previous !== null && roleOf(previous, id) !== null) this.retireAtCommit = index;
+      if (previous !== null && roleOf(previous, id) !== null) kept = true;
       else this.progress.delete(id);
+    }
+    this.keepsRemoved = kept;
+    if (!kept) this.retireAtTick = -1;
+    else if (this.retireAtTick < 0 && index <= this.log.commitIndex) {
+      this.retireAtTick = this.ticks + this.config.electionTicks;
     }
   }
 
@@ -1229,9 +1243,7 @@ class Raft implements RaftCore {
       this.stepDownRemoved();
       return;
     }
-    if (this.retireAtCommit > 0 && this.retireAtCommit <= this.log.commitIndex) {
-      this.syncProgress();
-    }
+    if (this.keepsRemoved) this.syncProgress();
     if (this.broadcastPending) {
       this.broadcastPending = false;
       this.broadcastAppend();
