@@ -524,6 +524,30 @@ describe('§7 log compaction', () => {
     expect(appliedTexts(c, 'n3')).toEqual(['after']);
   });
 
+  it('a follower that installed a snapshot sends those bytes once it leads (§7)', () => {
+    const FIVE = ['n1', 'n2', 'n3', 'n4', 'n5'];
+    const c = new Cluster(FIVE, (cfg) => ({ ...cfg, maxSnapshotChunkBytes: 4 }));
+    c.campaign('n1');
+    c.crash('n4');
+    c.crash('n5');
+    for (let i = 0; i < 4; i++) c.raft('n1').propose(bytes(`s${i}`), i);
+    c.tickAll(2);
+    const last = c.node('n1').applied.at(-1)!;
+    const data = bytes('machine-state-at-5');
+    c.raft('n1').compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+      ...bootstrapConfiguration(FIVE) }, data);
+    c.restart('n4');
+    c.tickAll(3);
+    expect(c.node('n4').disk.snapshot?.data).toEqual(data);
+    // n4 leads now; n5, behind the snapshot, can only catch up from n4's copy of it.
+    c.raft('n1').transferLeadership('n4');
+    c.deliverAll();
+    expect(c.leaders()).toEqual(['n4']);
+    c.restart('n5');
+    c.tickAll(5);
+    expect(c.node('n5').disk.snapshot).toMatchObject({ meta: { index: last.index }, data });
+  });
+
   it('snapshot chunks lost in flight are resent (§7)', () => {
     const { c, data } = lagging();
     c.restart('n3');

@@ -916,6 +916,9 @@ class Raft implements RaftCore {
     }
     this.incoming = null;
     this.log.restore({ meta, data: whole });
+    // What we send a follower behind our log from now on: these bytes, not the older ones
+    // we restarted with, whose state is not the state at `meta.index`.
+    this.snapshotData = whole;
     mark('snapshot-installed');
     reply(totalBytes);
   }
