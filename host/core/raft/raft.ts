@@ -19,8 +19,8 @@
  * proposes a change only once the previous one committed (§4.1) and once it committed an
  * entry of its own term (the fix to the single-server change bug found in 2015); only voters
  * of the configuration in effect count for commit, elections, read index and check-quorum;
- * learners receive the log and snapshots and never campaign (§4.2.1); a node votes only while
- * its own configuration lists it, so a removed member never decides anything again; a leader
+ * learners receive the log and snapshots and never campaign (§4.2.1); a node that knows it
+ * was removed never votes, so a removed member never decides anything again; a leader
  * that removed itself keeps leading without counting itself until the change commits, then
  * hands leadership to a caught-up voter and steps down (§4.2.2, §3.10). Every node processes
  * messages from servers outside its configuration (§4.1): a new member must hear the leader
@@ -524,21 +524,24 @@ class Raft implements RaftCore {
   }
 
   private handlePreVote(from: string, term: number, lastIndex: number, lastTerm: number): void {
-    const granted = term > this.term && this.isMember(this.id) &&
+    const granted = term > this.term && !this.knowsItWasRemoved() &&
       this.log.isUpToDate(lastIndex, lastTerm);
     this.send({ type: 'preVoteResponse', from: this.id, to: from,
       term: granted ? term : this.term, granted });
   }
 
   /**
-   * A node votes only while its configuration lists it: a joining node has none yet, and a
-   * member that knows it was removed never decides anything again. A learner does vote: the
-   * candidate may already hold the entry that promoted it, and counts the vote only then.
+   * Votes are granted whatever this node's configuration says (thesis §4.1): a learner, or a
+   * node that has not even received the entry that added it, may already be a voter in the
+   * candidate's configuration, which alone decides whether the vote counts, and the cluster
+   * may need it (a promoted node that lost its unsynced log on a crash, say). The one
+   * exception: a node that knows it was removed never decides anything again.
    */
   private handleVote(from: string, lastIndex: number, lastTerm: number): void {
     const canVote = this.votedFor === from || (this.votedFor === null && this.leader === null);
-    const granted = canVote && this.isMember(this.id) && this.log.isUpToDate(lastIndex, lastTerm);
-    if (!this.isMember(this.id)) mark('non-member-denies-vote');
+    const removed = this.knowsItWasRemoved();
+    const granted = canVote && !removed && this.log.isUpToDate(lastIndex, lastTerm);
+    if (removed) mark('removed-member-denies-vote');
     if (granted) {
       this.votedFor = from;
       this.electionElapsed = 0;
@@ -685,6 +688,11 @@ class Raft implements RaftCore {
   /** Listed by the configuration in effect, as a voter or a learner. */
   private isMember(id: string): boolean {
     return this.members.includes(id);
+  }
+
+  /** The configuration in effect lists this node among the removed. */
+  private knowsItWasRemoved(): boolean {
+    return this.log.configuration().config.removed.includes(this.id);
   }
 
   /** This node is the only voter: its own vote and acknowledgement are a majority. */
