@@ -25,7 +25,7 @@ import type { MembershipChange } from '../core/raft/configuration.js';
 import { createRaft, type RaftCore, type Ready } from '../core/raft/raft.js';
 import type { Message } from '../core/raft/messages.js';
 import { decodeMessage, encodeMessage } from '../core/raft/message-codec.js';
-import type { Entry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
+import type { Configuration, Entry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import {
   isWriteOp, type CallAnswer, type Command, type KvCall, type QuotaSettings,
 } from '../machine/commands.js';
@@ -62,6 +62,10 @@ export interface ReplicaOptions {
   readonly peerLink: boolean;
   /** TEST ONLY: turns §5.4.2's commit rule off in the core (RaftConfig says why). */
   readonly testOnlyCommitWithoutCurrentTermRule?: boolean;
+  /** Entry bytes one append carries (default 1 MiB); the simulator draws it per seed. */
+  readonly maxEntriesBytesPerAppend?: number;
+  /** Appends in flight per follower (default 64); the simulator draws it per seed. */
+  readonly maxInflightAppends?: number;
   readonly seed: number;
   readonly incarnation: number;
   readonly tickMs: number;
@@ -184,8 +188,8 @@ export class Replica implements KvService, MembersService {
       electionTicks: this.options.electionTicks,
       heartbeatTicks: 1,
       seed: this.options.seed,
-      maxInflightAppends: 64,
-      maxEntriesBytesPerAppend: 1024 * 1024,
+      maxInflightAppends: this.options.maxInflightAppends ?? 64,
+      maxEntriesBytesPerAppend: this.options.maxEntriesBytesPerAppend ?? 1024 * 1024,
       maxSnapshotChunkBytes: 1024 * 1024,
       preVote: true,
       checkQuorum: true,
@@ -291,6 +295,11 @@ export class Replica implements KvService, MembersService {
 
   membersView(): MembersView {
     return this.membership.view();
+  }
+
+  /** The configuration in effect on this node: the newest in its log (thesis §4.1). */
+  configuration(): Configuration {
+    return this.core.configuration().config;
   }
 
   changeMembers(change: MembershipChange): Promise<MembersResult> {

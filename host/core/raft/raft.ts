@@ -1050,10 +1050,12 @@ class Raft implements RaftCore {
     const matches = this.voters.map((voter) => this.progress.get(voter)!.matchIndex);
     const quorumIndex = committedIndex(matches);
     if (quorumIndex <= this.log.commitIndex) return false;
-    const ruleOff = this.config.testOnlyCommitWithoutCurrentTermRule === true;
-    if (!ruleOff && this.log.term(quorumIndex) !== this.term) {
-      mark('commit-waits-for-current-term');
-      return false;
+    if (this.log.term(quorumIndex) !== this.term) {
+      if (this.config.testOnlyCommitWithoutCurrentTermRule !== true) {
+        mark('commit-waits-for-current-term');
+        return false;
+      }
+      mark('test-only-commit-of-earlier-term');
     }
     const previous = this.log.commitIndex;
     this.log.commitTo(quorumIndex);
