@@ -21,7 +21,7 @@ import { lockDataDir } from './data-lock.js';
 import { createLogger, type Logger } from './log.js';
 import { NodeMetrics } from './metrics.js';
 import { operatorDeps } from './operator-views.js';
-import { Replica } from './replica.js';
+import { Replica, type ReplicaOptions } from './replica.js';
 import { realScheduler } from './scheduler.js';
 
 /** Election timeout in ticks; with the default 50 ms tick, 500 to 1000 ms. */
@@ -54,6 +54,26 @@ async function assertPortFree(host: string, port: number): Promise<void> {
   });
 }
 
+/** The driver's settings: a joining node starts with no voters (it learns them). */
+function replicaOptions(config: NodeConfig): ReplicaOptions {
+  return {
+    id: config.id,
+    voters: config.join ? [] : config.peers.map((p) => p.id),
+    peers: config.peers,
+    peerLink: config.peerListen !== null,
+    seed: randomInt(2 ** 31),
+    incarnation: randomInt(2 ** 32),
+    tickMs: config.tickMs,
+    electionTicks: ELECTION_TICKS,
+    requestTimeoutMs: config.requestTimeoutMs,
+    requireGrant: config.requireGrant,
+    expireEveryMs: config.expireEveryMs,
+    expireBatch: config.expireBatch,
+    snapshotEveryEntries: config.snapshotEveryEntries,
+    snapshotEveryBytes: config.snapshotEveryBytes,
+  };
+}
+
 /** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
 export async function serve(config: NodeConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
@@ -78,23 +98,9 @@ export async function serve(config: NodeConfig): Promise<void> {
     transport, scheduler: realScheduler, monotonicMs: () => performance.now(),
     members: (): readonly string[] => replica.members(), health: () => replica.health(),
   });
-  const replica: Replica = new Replica({
-    id: config.id,
-    voters: config.join ? [] : config.peers.map((p) => p.id),
-    peers: config.peers,
-    peerLink: config.peerListen !== null,
-    seed: randomInt(2 ** 31),
-    incarnation: randomInt(2 ** 32),
-    tickMs: config.tickMs,
-    electionTicks: ELECTION_TICKS,
-    requestTimeoutMs: config.requestTimeoutMs,
-    requireGrant: config.requireGrant,
-    expireEveryMs: config.expireEveryMs,
-    expireBatch: config.expireBatch,
-    snapshotEveryEntries: config.snapshotEveryEntries,
-    snapshotEveryBytes: config.snapshotEveryBytes,
-  }, { storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
-    onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed) });
+  const replica: Replica = new Replica(replicaOptions(config), { storage, transport, machine,
+    scheduler: realScheduler, sideFrames: cluster, onFatal: fatal,
+    onSwept: (removed) => metrics.sweptKeys(removed) });
   await replica.start();
   const http = await startHttpServer({
     service: replica,

@@ -41,7 +41,7 @@ afterAll(async () => {
 function run(...args: string[]): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['bin/hivekv.js', 'members', ...args], { cwd: ROOT,
-      env: { ...process.env, HIVEKV_TOKEN: '' } });
+      env: { ...process.env, HIVEKV_TOKEN: '', HIVEKV_URL: '' } });
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
@@ -53,6 +53,7 @@ function run(...args: string[]): Promise<{ code: number | null; out: string; err
 describe('hivekv members', () => {
   it('list, add, promote and remove send the routes and print JSON', async () => {
     const listed = await run('list', '--url', base, '--token', 'T1');
+    expect(listed.err).toBe('');
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.out)).toEqual({ members: [], leader: 'n1' });
     expect((await run('add', 'n4', '10.0.0.4:7001', '--url', base)).code).toBe(0);
@@ -71,14 +72,19 @@ describe('hivekv members', () => {
     const refused = await run('promote', 'n9', '--url', base);
     expect(refused.code).toBe(2);
     expect(refused.out).toBe('');
-    expect(JSON.parse(refused.err)).toMatchObject({ reason: 'members_not_caught_up' });
+    expect(JSON.parse(refused.err)).toMatchObject({ reason: 'members_not_caught_up',
+      status: 409 });
   }, 30_000);
 
   it('an unreachable node or a bad URL exits 2', async () => {
     const down = await run('list', '--url', 'http://127.0.0.1:1');
     expect(down.code).toBe(2);
-    expect(JSON.parse(down.err)).toMatchObject({ reason: 'unreachable' });
-    expect((await run('list', '--url', 'ftp://x')).code).toBe(2);
-    expect((await run('list')).code).toBe(2);
+    expect(JSON.parse(down.err)).toMatchObject({ reason: 'unreachable', status: 0 });
+    // A second URL is asked when the first does not answer.
+    expect((await run('list', '--url', `http://127.0.0.1:1,${base}`)).code).toBe(0);
+    const usage = await run('list', '--url', 'ftp://x');
+    expect(usage.code).toBe(2);
+    expect(usage.err).toMatch(/--url/);
+    expect((await run('list', '--url', base, '--timeout', 'soon')).code).toBe(2);
   }, 30_000);
 });
