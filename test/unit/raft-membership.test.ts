@@ -336,6 +336,35 @@ describe('thesis §4.2.2, §4.2.3: removing members', () => {
   });
 });
 
+describe('§5.1 under membership changes', () => {
+  it('a sole voter sends no append at a term not yet durable, not even to a learner (§5.1)',
+    () => {
+      const c = new Cluster(['n1']);
+      c.tickAll(1);
+      withLearner(c, 'n2');
+      c.crash('n1');
+      c.restart('n1');
+      takeMark('early-message-waits-for-term');
+      c.tick('n1', 1);
+      const n1 = c.raft('n1');
+      expect(n1.status()).toMatchObject({ role: 'leader', term: 2 });
+      const ready = n1.ready();
+      // Term 2 and the empty entry reach the disk in this Ready; the append to the learner
+      // waits for them with the messages, instead of going out before the fsync.
+      expect(ready.hardState?.term).toBe(2);
+      expect(ready.earlyMessages.filter((m) => m.term === 2)).toEqual([]);
+      expect(ready.messages).toContainEqual(expect.objectContaining({ type: 'append', to: 'n2',
+        term: 2 }));
+      expect(takeMark('early-message-waits-for-term')).toBeGreaterThan(0);
+      n1.advance(ready);
+      n1.persisted(ready.entries.at(-1)!.index, 2);
+      // Once durable, term 2 travels early again (a heartbeat here).
+      n1.tick();
+      expect(n1.ready().earlyMessages).toContainEqual(expect.objectContaining({
+        type: 'heartbeat', to: 'n2', term: 2 }));
+    });
+});
+
 describe('thesis §3.10 under membership changes', () => {
   it('leadership goes only to a voter, and no change starts during a hand-over (§3.10)', () => {
     const c = ledByN1();

@@ -295,6 +295,11 @@ class Raft implements RaftCore {
   private readStates: ReadState[] = [];
   private membershipAnswers: MembershipAnswer[] = [];
   private persistedHardState: HardState;
+  /**
+   * A term known durable: the restored one, or the term of an entry the driver reported
+   * durable (storage makes a term durable before any entry of it, storage.ts).
+   */
+  private durableTerm = 0;
   private reportedSoftState: SoftState = { role: 'follower', leader: null };
   private readyOutstanding = false;
 
@@ -311,6 +316,7 @@ class Raft implements RaftCore {
     this.votedFor = restored.hardState.votedFor;
     this.snapshotData = restored.snapshot === null ? null : restored.snapshotData;
     this.persistedHardState = restored.hardState;
+    this.durableTerm = restored.hardState.term;
     this.resetTimers();
   }
 
@@ -1238,8 +1244,16 @@ class Raft implements RaftCore {
     this.answerReads(expired);
   }
 
+  /**
+   * A leader's appends may go out before its Ready is durable (§10.2.1), but never at a term
+   * not yet known durable: a sole voter elects itself in the same turn that raises its term,
+   * and a learner must not hold an entry of a term its leader could lose in a crash and then
+   * reuse for another entry at the same index. Those wait, like votes, for the fsync.
+   */
   private send(message: Message): void {
-    const box = isEarly(message) ? this.earlyOutbox : this.outbox;
+    const early = isEarly(message) && message.term <= this.durableTerm;
+    if (isEarly(message) && !early) mark('early-message-waits-for-term');
+    const box = early ? this.earlyOutbox : this.outbox;
     if (box.length >= OUTBOX_MESSAGES_MAX) {
       mark('outbox-full');
       return;
@@ -1336,6 +1350,7 @@ class Raft implements RaftCore {
 
   persisted(index: number, term: number): void {
     this.log.stableTo(index, term);
+    this.durableTerm = Math.max(this.durableTerm, term);
     if (this.role !== 'leader') return;
     // The leader's own copy counts toward commit only now that it is durable.
     const self = this.progress.get(this.id)!;
