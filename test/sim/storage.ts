@@ -200,11 +200,13 @@ export class SimStorage implements Storage {
     this.lastSyncDoneUs = doneUs;
     const fail = this.faults.maybe('disk.fsync-fail');
     return this.later(doneUs - this.scheduler.elapsedUs(), () => {
-      this.syncing.shift();
       if (fail) {
+        // Its writes stay unsynced, in order before every later one: the node crashes next,
+        // and the crash keeps none or a prefix of them all (never later ones past a hole).
         this.trace.log(this.disk.nodeId, 'fsync FAILED');
         throw new Error('simulated fsync failure');
       }
+      this.syncing.shift();
       for (const op of ops) this.disk.applyOp(op, false);
     });
   }
