@@ -313,6 +313,25 @@ describe('§5.3 log replication', () => {
   });
 });
 
+describe('§5.3 with a commit index on disk', () => {
+  it('the hard state never claims an index whose new entry is not durable yet (§5.3)', () => {
+    // n2 holds 2/1 and 3/1 uncommitted; a leader of term 2 replaces them and says 3 is
+    // committed. Written before the replacing entries, a commit index of 3 could outlive
+    // them in a crash, and n2 would restart and apply the old 3/1.
+    const n2 = follower('n2', 1, entries({ from: 1, terms: [1, 1, 1] }));
+    drain(n2);
+    n2.step(append({ prevLogIndex: 1, prevLogTerm: 1, entries: entries({ from: 2,
+      terms: [2, 2] }), commitIndex: 3 }));
+    const first = n2.ready();
+    expect(first.entries.map((e) => e.index)).toEqual([2, 3]);
+    expect(first.hardState?.commitIndex ?? 0).toBeLessThanOrEqual(1);
+    n2.advance(first);
+    n2.persisted(3, 2);
+    const second = n2.ready();
+    expect(second.hardState?.commitIndex).toBe(3);
+  });
+});
+
 describe('§5.4 safety', () => {
   it('leader completeness: voter denies a candidate with a less up-to-date log (§5.4.1)', () => {
     const n3 = follower('n3', 2, entries({ from: 1, terms: [1, 2] }), THREE,

@@ -1287,13 +1287,25 @@ class Raft implements RaftCore {
   }
 
   private hardState(): HardState {
-    return { term: this.term, votedFor: this.votedFor, commitIndex: this.log.commitIndex };
+    return { term: this.term, votedFor: this.votedFor, commitIndex: this.durableCommitIndex() };
+  }
+
+  /**
+   * The commit index written with the hard state: never past the entries known durable
+   * here. The hard state reaches the disk before the entries of its Ready (storage.ts), so
+   * a crash between them may keep it alone; had it claimed an index whose entry that Ready
+   * was overwriting, the node would restart and apply the old entry there. The commit index
+   * is volatile in Raft (Figure 2): what is written is only where to start applying.
+   */
+  private durableCommitIndex(): number {
+    return Math.min(this.log.commitIndex, Math.max(this.log.stableIndex,
+      this.persistedHardState.commitIndex));
   }
 
   private hardStateChanged(): boolean {
     const was = this.persistedHardState;
     return was.term !== this.term || was.votedFor !== this.votedFor ||
-      was.commitIndex !== this.log.commitIndex;
+      was.commitIndex !== this.durableCommitIndex();
   }
 
   private softStateChanged(): boolean {
