@@ -428,13 +428,13 @@ class Run {
       return;
     }
     this.trace.log('sim', 'liveness: a fresh write committed');
-    await this.runUntil(() => this.operator.idle(),
-      (deadlineUs - cluster.scheduler.elapsedUs()) / 1000);
-    const config = this.operator.configInForce();
-    const down = config.voters.filter((id) => cluster.node(id).running() === null);
-    if (!this.operator.idle() || down.length > 0) {
-      this.failure ??= `liveness: the operator did not restore the configuration in force ` +
-        `within ${LIVENESS_DEADLINE_MS} ms (${this.inForce()})`;
+    // The operator finishes its repairs and the supervisor restarts whatever stopped.
+    const restored = (): boolean => this.operator.idle() && this.operator.configInForce()
+      .voters.every((id) => cluster.node(id).running() !== null);
+    await this.runUntil(restored, (deadlineUs - cluster.scheduler.elapsedUs()) / 1000);
+    if (!restored()) {
+      this.failure ??= `liveness: the configuration in force was not restored within ` +
+        `${LIVENESS_DEADLINE_MS} ms (${this.inForce()})`;
       return;
     }
     // Calls still waiting settle by the client deadline, so acknowledged increments are all
