@@ -64,8 +64,8 @@ function compactAll(net: Net): void {
   for (const core of net.cores.values()) {
     const s = core.status();
     if (s.appliedIndex === 0) continue;
-    core.compact({ index: s.appliedIndex, term: s.term, timeMs: 1, voters: IDS },
-      new Uint8Array(0));
+    core.compact({ index: s.appliedIndex, term: s.term, timeMs: 1,
+      ...core.configurationAt(s.appliedIndex) }, new Uint8Array(0));
   }
 }
 

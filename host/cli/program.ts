@@ -10,6 +10,7 @@ import { registerBench } from './bench.js';
 import { docsPath } from './connection.js';
 import { registerHealth } from './health.js';
 import { registerKv } from './kv.js';
+import { registerMembers } from './members.js';
 import { registerServe } from './serve.js';
 
 /** Exit status for a usage or configuration error. */
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerKv(program);
   registerHealth(program);
   registerBench(program);
+  registerMembers(program);
   return program;
 }
 

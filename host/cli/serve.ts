@@ -11,6 +11,11 @@ A single node needs no flags. A cluster member names itself and every member, an
 member shares a secret:
   HIVEKV_CLUSTER_SECRET=... hivekv serve --port 6632 --data ./data/n1 --id n1 \\
     --peers n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003
+A new member starts empty and waits until a leader adds it (hivekv members add):
+  HIVEKV_CLUSTER_ID=<the cluster's id> hivekv serve --data ./data/n4 --id n4 \\
+    --peer-listen 10.0.0.4:7001 --join
+--join requires HIVEKV_CLUSTER_ID, --id and --peer-listen, and excludes --peers. Once a
+member, a node takes its members from its log: --peers only names the starting members.
 Configuration beyond the flags comes from the environment:
   ${docsPath('configuration.md')}`;
 
@@ -24,6 +29,7 @@ export function serveCommand(): Command {
     .option('--id <id>', 'this member\'s id (default n1)')
     .option('--peer-listen <host:port>', 'where peers connect (default: this id\'s --peers entry)')
     .option('--peers <list>', 'every member as id=host:port, comma separated')
+    .option('--join', 'a new member: wait until a leader adds it (needs HIVEKV_CLUSTER_ID)')
     .addHelpText('after', SERVE_HELP_AFTER)
     .exitOverride();
 }
@@ -38,6 +44,7 @@ export function serveFlags(command: Command): Flags {
     id: options['id'],
     'peer-listen': options['peerListen'],
     peers: options['peers'],
+    join: options['join'] === undefined ? undefined : 'true',
   };
 }
 

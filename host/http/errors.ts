@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'kv_unavailable'
   | 'not_found'
   | 'method_not_allowed'
+  | 'conflict'
   | 'internal_error';
 
 /** Which wire a call arrived on: a pause answers 503 on the KV routes, 403 in a transaction
@@ -38,6 +39,7 @@ const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   kv_unavailable: 503,
   not_found: 404,
   method_not_allowed: 405,
+  conflict: 409,
   internal_error: 500,
 };
 

@@ -19,6 +19,8 @@ export type RouteId =
   | 'cluster'
   | 'tenants'
   | 'console'
+  | 'members'
+  | 'member'
   | 'health'
   | 'metrics';
 
@@ -45,6 +47,8 @@ const CLUSTER_PATH = '/api/v1/system/cluster';
 const TENANTS_PATH = '/api/v1/system/tenants';
 /** The operator console: `/console` and the files under `/console/` (never under /api). */
 const CONSOLE_PATH = '/console';
+const MEMBERS_PATH = '/api/v1/system/members';
+const MEMBER_PREFIX = '/api/v1/system/members/';
 
 function match(id: RouteId, label: string, access: Access | null, methodAllowed: boolean,
   allow: string, rest: string): RouteMatch {
@@ -62,6 +66,8 @@ const STATIC = {
     'GET, POST', '')),
   cluster: Object.freeze(match('cluster', CLUSTER_PATH, 'admin', true, 'GET', '')),
   tenants: Object.freeze(match('tenants', TENANTS_PATH, 'admin', true, 'GET', '')),
+  members: Object.freeze(match('members', '/api/v1/system/members', 'admin', true, 'GET, POST',
+    '')),
   health: Object.freeze(match('health', '/health', null, true, 'GET', '')),
   metrics: Object.freeze(match('metrics', '/metrics', null, true, 'GET', '')),
 };
@@ -96,6 +102,16 @@ export function matchRoute(method: string, path: string): RouteMatch | null {
     if (rest.length === 0 || rest.includes('/')) return null;
     const allowed = method === 'GET' || method === 'PUT';
     return match('kvQuota', '/api/v1/system/kv-quota/:tenant', 'admin', allowed, 'GET, PUT',
+      rest);
+  }
+  if (path === MEMBERS_PATH) {
+    if (method === 'GET' || method === 'POST') return STATIC.members;
+    return match('members', STATIC.members.label, 'admin', false, STATIC.members.allow, '');
+  }
+  if (path.startsWith(MEMBER_PREFIX)) {
+    const rest = path.slice(MEMBER_PREFIX.length);
+    if (rest.length === 0 || rest.includes('/')) return null;
+    return match('member', '/api/v1/system/members/:id', 'admin', method === 'DELETE', 'DELETE',
       rest);
   }
   if (path === '/health') return staticRoute(STATIC.health, method);

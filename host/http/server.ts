@@ -13,12 +13,13 @@ import type { KvCall } from '../machine/commands.js';
 import type { AnswerHeader } from '../machine/codec.js';
 import { isWriteOp } from '../machine/commands.js';
 import type { NodeConfig } from '../node/config.js';
-import type { CallSink, KvService, Unavailable } from '../node/service.js';
+import type { CallSink, KvService, MembersService, Unavailable } from '../node/service.js';
 import { errorBody, isKvError, KvError, kvError, tooLarge, type Wire } from './errors.js';
 import { answerOperator, type OperatorDeps } from './operator.js';
 import type {
   Access, Authenticator, AuthResult, RateLimiter, RequestLogger, RequestMetrics, TenantResolver,
 } from './guards.js';
+import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import {
   renderEmptyTransaction, validateTransactionBody,
@@ -30,6 +31,8 @@ import {
 
 export interface HttpDeps {
   readonly service: KvService;
+  /** The membership routes; without it they answer 404. */
+  readonly members?: MembersService;
   readonly config: NodeConfig;
   readonly authenticator: Authenticator;
   readonly tenants: TenantResolver;
@@ -246,6 +249,13 @@ class HttpApp {
         return this.kvTimers(req);
       case 'kvQuota':
         return this.kvQuota(exchange.method, route.rest, req);
+      case 'members':
+      case 'member': {
+        const body = exchange.method === 'POST' ? await readBody(req, MEMBERS_BODY_BYTES_MAX)
+          : undefined;
+        const answer = await answerMembers(this.deps.members, exchange.method, route.rest, body);
+        return isKvError(answer) ? answer : reply(answer.body, answer.status);
+      }
       case 'health': {
         const health = this.deps.service.health();
         return reply(JSON.stringify(health), health.status === 'ok' ? 200 : 503);

@@ -45,10 +45,15 @@ export interface NodeConfig {
   readonly dataDir: string;
   /** This node's id in the cluster; `n1` for a single node. */
   readonly id: string;
-  /** Every voting member, this node included. One entry for a single node. */
+  /**
+   * Every starting voter, this node included (`--peers`); one entry for a single node;
+   * none for a joining node. Later changes live in the log, which wins over this list.
+   */
   readonly peers: readonly PeerAddress[];
-  /** Where this node accepts peer connections; null for a single node. */
+  /** Where this node accepts peer connections; null for a single node without `--peers`. */
   readonly peerListen: { readonly host: string; readonly port: number } | null;
+  /** `--join`: a new member that knows no member list and waits until a leader adds it. */
+  readonly join: boolean;
   readonly limits: KvLimits;
   readonly rates: RateSettings;
   /** QUEEN_KV_EXPIRE_EVERY_MS: how often the leader proposes a sweep. */
@@ -160,14 +165,42 @@ export function parsePeers(text: string): PeerAddress[] {
 
 export type Flags = Readonly<Record<string, string | undefined>>;
 
-function clusterShape(flags: Flags): Pick<NodeConfig, 'id' | 'peers' | 'peerListen'> {
+type ClusterShape = Pick<NodeConfig, 'id' | 'peers' | 'peerListen' | 'join'>;
+
+/**
+ * `--join`: no member list, so no cluster id can be derived from one: HIVEKV_CLUSTER_ID must
+ * name the cluster, and the node must say where peers reach it.
+ */
+function joinShape(flags: Flags, env: Env): ClusterShape {
+  if (flags['peers'] !== undefined) {
+    throw new ConfigError('--join and --peers exclude each other: a joining node learns the ' +
+      'members from the leader that adds it');
+  }
+  const id = flags['id'];
+  if (id === undefined || !/^[A-Za-z0-9_.-]{1,64}$/.test(id)) {
+    throw new ConfigError('--join needs --id: 1 to 64 of [A-Za-z0-9_.-], the id the operator ' +
+      'adds (POST /api/v1/system/members)');
+  }
+  const listenText = flags['peer-listen'];
+  if (listenText === undefined) {
+    throw new ConfigError('--join needs --peer-listen HOST:PORT: the address the leader dials');
+  }
+  if ((env['HIVEKV_CLUSTER_ID'] ?? '').trim() === '') {
+    throw new ConfigError('--join needs HIVEKV_CLUSTER_ID: a joining node knows no member ' +
+      'list to derive the cluster id from; set the id the other members use');
+  }
+  return { id, peers: [], peerListen: parseHostPort(listenText, '--peer-listen'), join: true };
+}
+
+function clusterShape(flags: Flags, env: Env): ClusterShape {
+  if (flags['join'] === 'true') return joinShape(flags, env);
   const peersText = flags['peers'];
   if (peersText === undefined) {
     if (flags['peer-listen'] !== undefined) {
-      throw new ConfigError('--peer-listen needs --peers');
+      throw new ConfigError('--peer-listen needs --peers (or --join)');
     }
     const id = flags['id'] ?? 'n1';
-    return { id, peers: [{ id, host: '127.0.0.1', port: 0 }], peerListen: null };
+    return { id, peers: [{ id, host: '127.0.0.1', port: 0 }], peerListen: null, join: false };
   }
   const peers = parsePeers(peersText);
   const id = flags['id'];
@@ -177,7 +210,7 @@ function clusterShape(flags: Flags): Pick<NodeConfig, 'id' | 'peers' | 'peerList
   const listenText = flags['peer-listen'];
   const peerListen = listenText === undefined ? { host: self.host, port: self.port }
     : parseHostPort(listenText, '--peer-listen');
-  return { id, peers, peerListen };
+  return { id, peers, peerListen, join: false };
 }
 
 function kvLimits(env: Env): KvLimits {
@@ -218,10 +251,11 @@ export function advertisedUrl(config: Pick<NodeConfig, 'host' | 'advertiseUrl'> 
   return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
 }
 
-function clusterSecrets(env: Env, peers: readonly PeerAddress[]): ClusterSecrets | null {
+/** `required`: the node has peers, or joins a cluster (`--join`). */
+function clusterSecrets(env: Env, required: boolean): ClusterSecrets | null {
   const text = env['HIVEKV_CLUSTER_SECRET'];
   if (text === undefined || text.trim() === '') {
-    if (peers.length <= 1) return null;
+    if (!required) return null;
     throw new ConfigError('HIVEKV_CLUSTER_SECRET is required for a node with peers: every ' +
       'member proves it before its Raft frames count, so that nobody who merely reaches a ' +
       'peer port can vote or append. Give every node the same one (make it with: ' +
@@ -280,13 +314,13 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
     throw new ConfigError('JWT_ENABLED=true needs JWT_SECRET');
   }
   const limits = kvLimits(env);
-  const shape = clusterShape(flags);
+  const shape = clusterShape(flags, env);
   return {
     host: flags['host'] ?? '127.0.0.1',
     port,
     dataDir: flags['data'] ?? './data',
     ...shape,
-    clusterSecrets: clusterSecrets(env, shape.peers),
+    clusterSecrets: clusterSecrets(env, shape.join || shape.peers.length > 1),
     clusterId: clusterId(env, shape.peers),
     tls: tlsFiles(env),
     limits,

@@ -39,9 +39,10 @@ const TENANTS_IN_METRICS_MAX = 100;
 
 function buildTransport(config: NodeConfig, clusterId: string, tls: PeerTlsMaterial | null,
   logger: Logger) {
-  if (config.peers.length === 1 || config.peerListen === null) return new NoPeersTransport();
+  // A node without a peer listener or a secret cannot link: it stays a single node
+  // (membership changes answer 409 members_no_peer_link).
   const secrets = config.clusterSecrets;
-  if (secrets === null) throw new Error('assertion failed: a node with peers has no secret');
+  if (config.peerListen === null || secrets === null) return new NoPeersTransport();
   assertFrameBound(RAFT_FRAME_SETTINGS);
   return new WsTransport({ selfId: config.id, clusterId, secrets, listen: config.peerListen,
     peers: config.peers, tls, log: logger.child({ component: 'peers' }) });
@@ -94,10 +95,13 @@ async function assertPortFree(host: string, port: number): Promise<void> {
   });
 }
 
+/** The driver's settings: a joining node starts with no voters (it learns them). */
 function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
   return {
     id: config.id,
-    voters: config.peers.map((p) => p.id),
+    voters: config.join ? [] : config.peers.map((p) => p.id),
+    peers: config.peers,
+    peerLink: config.peerListen !== null && config.clusterSecrets !== null,
     seed: randomInt(2 ** 31),
     incarnation: randomInt(2 ** 32),
     tickMs: config.tickMs,
@@ -146,6 +150,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   await replica.start();
   const http = await startHttpServer({
     service: replica,
+    members: replica,
     config,
     authenticator: new JwtAuthenticator(config.jwt),
     tenants: new HeaderTenantResolver({ tenancyHeader: config.tenancyHeader }),
@@ -159,8 +164,8 @@ export async function serve(config: NodeConfig): Promise<void> {
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
-    peers: config.peers.length, url, console: `${url}/console`, clusterId: clusterId.id,
-    tls: config.tls !== null }, 'serving');
+    peers: config.peers.length, join: config.join, url, console: `${url}/console`,
+    clusterId: clusterId.id, tls: config.tls !== null }, 'serving');
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

@@ -21,10 +21,11 @@
  * machine trap is a bug and crashes it too, naming the entry. Everything the driver queues is
  * bounded, and every client wait ends by `requestTimeoutMs` at the latest.
  */
+import type { MembershipChange } from '../core/raft/configuration.js';
 import { createRaft, type RaftCore, type Ready } from '../core/raft/raft.js';
 import type { Message } from '../core/raft/messages.js';
 import { decodeMessage, encodeMessage } from '../core/raft/message-codec.js';
-import type { Entry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
+import type { Configuration, Entry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import {
   isWriteOp, type Command, type KvCall, type QuotaSettings,
 } from '../machine/commands.js';
@@ -32,14 +33,17 @@ import { encodeCommand } from '../machine/codec.js';
 import type { StateMachine } from '../machine/state-machine.js';
 import type { Storage } from '../storage/storage.js';
 import type { Transport } from '../transport/transport.js';
+import type { PeerAddress } from './config.js';
 import {
   encodeEnvelope, machineSnapshotOf, type Origin,
 } from './envelope.js';
 import type { AppliedEntrySink } from '../machine/state-machine.js';
 import type { AnswerHeader } from '../machine/codec.js';
+import { Membership } from './membership.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
-  CallSink, KvService, NodeHealth, QuotaView, ServiceResult, Unavailable, UnavailableReason,
+  CallSink, KvService, MembersResult, MembersService, MembersView, NodeHealth, QuotaView,
+  ServiceResult, Unavailable, UnavailableReason,
 } from './service.js';
 
 /** Entry bytes per append and bytes per snapshot chunk: the peer link's frame bound follows
@@ -56,7 +60,18 @@ const RETRY_AFTER_SECONDS = 1;
 
 export interface ReplicaOptions {
   readonly id: string;
+  /** The starting voters (`--peers`); empty for a node started with `--join`. */
   readonly voters: readonly string[];
+  /** Their peer addresses; members whose configuration holds no address are reached here. */
+  readonly peers: readonly PeerAddress[];
+  /** The node listens for peers; without it, membership changes are refused. */
+  readonly peerLink: boolean;
+  /** TEST ONLY: turns §5.4.2's commit rule off in the core (RaftConfig says why). */
+  readonly testOnlyCommitWithoutCurrentTermRule?: boolean;
+  /** Entry bytes one append carries (default 1 MiB); the simulator draws it per seed. */
+  readonly maxEntriesBytesPerAppend?: number;
+  /** Appends in flight per follower (default 64); the simulator draws it per seed. */
+  readonly maxInflightAppends?: number;
   readonly seed: number;
   readonly incarnation: number;
   readonly tickMs: number;
@@ -157,8 +172,9 @@ function unavailable(reason: UnavailableReason, detail: string): Unavailable {
 }
 
 
-export class Replica implements KvService {
+export class Replica implements KvService, MembersService {
   private core!: RaftCore;
+  private readonly membership: Membership;
   private readonly origin: Origin;
   private nextSeq = 1;
   private nextReadId = 1;
@@ -207,6 +223,12 @@ export class Replica implements KvService {
   ) {
     this.origin = { nodeId: options.id, incarnation: options.incarnation };
     deps.machine.setOrigin(options.id, options.incarnation);
+    this.membership = new Membership({
+      selfId: options.id, peerLink: options.peerLink, bootstrapPeers: options.peers,
+      tickMs: options.tickMs, electionTicks: options.electionTicks,
+      requestTimeoutMs: options.requestTimeoutMs,
+    }, { core: () => this.core, transport: deps.transport, scheduler: deps.scheduler,
+      pump: () => this.pump(), isRunning: () => this.state === 'running' });
   }
 
   /** Recovers the log and the machine, joins the cluster and starts the timers. */
@@ -219,19 +241,24 @@ export class Replica implements KvService {
     this.core = createRaft({
       id: this.options.id,
       voters: this.options.voters,
+      peers: this.options.peers.map((p) => ({ id: p.id, address: `${p.host}:${p.port}` })),
       electionTicks: this.options.electionTicks,
       heartbeatTicks: 1,
       seed: this.options.seed,
-      maxInflightAppends: 64,
-      ...RAFT_FRAME_SETTINGS,
+      maxInflightAppends: this.options.maxInflightAppends ?? 64,
+      maxEntriesBytesPerAppend: this.options.maxEntriesBytesPerAppend ??
+        RAFT_FRAME_SETTINGS.maxEntriesBytesPerAppend,
+      maxSnapshotChunkBytes: RAFT_FRAME_SETTINGS.maxSnapshotChunkBytes,
       preVote: true,
       checkQuorum: true,
+      testOnlyCommitWithoutCurrentTermRule: this.options.testOnlyCommitWithoutCurrentTermRule,
     }, {
       hardState: recovered.hardState,
       snapshot: recovered.snapshot?.meta ?? null,
       snapshotData: recovered.snapshot?.data ?? null,
       entries: recovered.entries,
     });
+    this.membership.syncPeers();
     await this.deps.transport.start((from, frame) => this.onFrame(from, frame));
     this.state = 'running';
     this.scheduleTick();
@@ -301,10 +328,11 @@ export class Replica implements KvService {
 
   health(): NodeHealth {
     const status = this.core?.status();
+    const member = this.core === undefined ? 'voter' : this.membership.localRole();
     return {
       status: this.state === 'running' ? 'ok' : this.state === 'starting' ? 'starting' : 'stopping',
       id: this.options.id,
-      role: status?.role ?? 'follower',
+      role: member === 'voter' ? status?.role ?? 'follower' : member,
       leader: status?.leader ?? null,
       term: status?.term ?? 0,
       commitIndex: status?.commitIndex ?? 0,
@@ -313,9 +341,15 @@ export class Replica implements KvService {
     };
   }
 
-  /** The members this node knows, itself included. */
+  /**
+   * The members this node knows, itself included: the voters and learners of the
+   * configuration in effect (thesis §4.1), which changes with membership changes.
+   */
   members(): readonly string[] {
-    return this.options.voters;
+    if (this.core === undefined) return [this.options.id];
+    const { config } = this.core.configuration();
+    const ids = [...config.voters, ...config.learners];
+    return ids.includes(this.options.id) ? ids : [...ids, this.options.id];
   }
 
   /** The consensus core's view: role, leader, term, commit and last log index. */
@@ -323,12 +357,25 @@ export class Replica implements KvService {
     return this.core.status();
   }
 
+  membersView(): MembersView {
+    return this.membership.view();
+  }
+
+  /** The configuration in effect on this node: the newest in its log (thesis §4.1). */
+  configuration(): Configuration {
+    return this.core.configuration().config;
+  }
+
+  changeMembers(change: MembershipChange): Promise<MembersResult> {
+    return this.membership.change(change);
+  }
+
   /** Hands leadership to another member if this node leads; resolves once it does not. */
   async transferLeadership(waitMs: number): Promise<void> {
     const status = this.core.status();
-    if (status.role !== 'leader' || this.options.voters.length < 2) return;
-    const target = this.options.voters.find((v) => v !== this.options.id);
-    if (target === undefined) return;
+    if (status.role !== 'leader') return;
+    const target = this.membership.transferTarget();
+    if (target === null) return;
     this.core.transferLeadership(target);
     this.pump();
     const deadline = this.deps.scheduler.nowMs() + waitMs;
@@ -344,6 +391,7 @@ export class Replica implements KvService {
     this.tickTimer?.cancel();
     this.sweepTimer?.cancel();
     this.failEverything('shutting_down', 'the node is shutting down');
+    this.membership.failAll('the node is shutting down');
     for (let i = 0; i < 200 && (this.pumping || this.installing !== null ||
       this.syncInFlight !== null); i++) {
       await new Promise<void>((resolve) => this.deps.scheduler.after(5, resolve));
@@ -401,7 +449,7 @@ export class Replica implements KvService {
    * needs no read-index round (§6.4 answers the same index at once).
    */
   private isSoleLeaderCaughtUp(): boolean {
-    if (this.options.voters.length !== 1) return false;
+    if (this.core.configuration().config.voters.length !== 1) return false;
     const status = this.core.status();
     return status.role === 'leader' && this.appliedTerm === status.term &&
       this.deps.machine.appliedIndex >= status.commitIndex;
@@ -409,6 +457,12 @@ export class Replica implements KvService {
 
   private admissionRefusal(isWrite: boolean): Unavailable | null {
     if (this.state !== 'running') return unavailable('shutting_down', 'the node is not serving');
+    const member = this.membership.localRole();
+    if (member === 'joining' || member === 'removed') {
+      return unavailable('not_a_member', member === 'joining'
+        ? 'this node waits to be added to the cluster (POST /api/v1/system/members)'
+        : 'this node was removed from the cluster; it serves nothing');
+    }
     if (this.pendingCount() >= PENDING_REQUESTS_MAX) {
       return unavailable('overloaded', 'too many requests waiting on this node');
     }
@@ -551,6 +605,7 @@ export class Replica implements KvService {
       // `running()` re-reads the state: taking a Ready can stop the node.
       while (this.running() && this.installing === null && this.core.hasReady()) {
         const ready = this.core.ready();
+        this.membership.syncPeers();
         if (ready.snapshot !== null) this.installSnapshot(ready);
         else this.takeReady(ready);
       }
@@ -589,6 +644,7 @@ export class Replica implements KvService {
       else this.messagesAwaitingSync.push({ messages: ready.messages, afterSync });
     }
     this.noteReadStates(ready);
+    this.membership.onAnswers(ready.membershipAnswers);
     this.core.advance(ready);
     this.noteSoftState(ready);
     this.serveReads();
@@ -673,6 +729,7 @@ export class Replica implements KvService {
     this.snapshotIndex = snapshot.meta.index;
     this.appliedTerm = snapshot.meta.term;
     this.logBytesSinceSnapshot = 0;
+    this.membership.onSnapshotRestored(snapshot.meta.index);
   }
 
   /** Applies committed entries in one crossing; the sink hears what each decided. */
@@ -684,6 +741,7 @@ export class Replica implements KvService {
     const fresh = first === 0 ? entries : entries.slice(first);
     machine.applyEntries(fresh, this.appliedSink);
     this.appliedTerm = fresh[fresh.length - 1]!.term;
+    this.membership.onApplied(fresh, machine.appliedIndex);
     this.deps.onApplied?.(machine.appliedIndex);
   }
 
@@ -754,7 +812,8 @@ export class Replica implements KvService {
       index: applied,
       term: this.appliedTerm,
       timeMs: machine.lastTimeMs,
-      voters: this.options.voters,
+      // The configuration at the snapshot's index travels with it (thesis §4.1, §7).
+      ...this.core.configurationAt(applied),
     };
     const data = machine.snapshot();
     this.snapshotSaving = this.deps.storage.saveSnapshot(meta, data).then(() => {

@@ -6,6 +6,7 @@
  * and JSON body, sent as they are); an answer the node cannot give is an `Unavailable`, which
  * HTTP maps to 503 `kv_unavailable` with `Retry-After`.
  */
+import type { MembershipChange, MembershipRefusal } from '../core/raft/configuration.js';
 import type { CallAnswer, KvCall, QuotaSettings, TenantUsage } from '../machine/commands.js';
 import type { AnswerHeader } from '../machine/codec.js';
 
@@ -14,7 +15,8 @@ export type UnavailableReason =
   | 'timeout'
   | 'storage_full'
   | 'shutting_down'
-  | 'overloaded';
+  | 'overloaded'
+  | 'not_a_member';
 
 export interface Unavailable {
   readonly kind: 'unavailable';
@@ -28,6 +30,10 @@ export type ServiceResult<T> = { readonly kind: 'done'; readonly value: T } | Un
 export interface NodeHealth {
   readonly status: 'ok' | 'starting' | 'stopping';
   readonly id: string;
+  /**
+   * leader, follower, pre-candidate, candidate (a voter); learner; joining (started with
+   * --join, not added yet); removed (removed from the cluster: it serves nothing).
+   */
   readonly role: string;
   readonly leader: string | null;
   readonly term: number;
@@ -102,4 +108,46 @@ class SettlingSink implements CallSink {
 /** `submit` as a Promise of the answer (tests, the simulator, tools). */
 export function execute(service: KvService, call: KvCall): Promise<ServiceResult<CallAnswer>> {
   return new Promise((resolve) => service.submit(call, new SettlingSink(resolve)));
+}
+
+/** One member as GET /api/v1/system/members shows it. */
+export interface MemberView {
+  readonly id: string;
+  /** `host:port` of its peer listener; '' when this node does not know it. */
+  readonly peer: string;
+  readonly role: 'voter' | 'learner';
+  /** The leader's matchIndex for it (§5.3); null when this node is not the leader. */
+  readonly match: number | null;
+}
+
+export interface MembersView {
+  readonly members: readonly MemberView[];
+  readonly leader: string | null;
+  readonly term: number;
+  /** The index of the entry (or snapshot) that set this configuration. */
+  readonly configIndex: number;
+  /** False while that entry is not committed: a change is in flight. */
+  readonly committed: boolean;
+  /** Who answered: the leader (with `match`), or a follower from its own log (no `match`). */
+  readonly source: 'leader' | 'follower';
+  readonly answeredBy: string;
+}
+
+/** Why a node refuses a change, beyond the core's reasons. */
+export type MembersRefusal = MembershipRefusal | 'no-peer-link';
+
+export type MembersResult =
+  | { readonly kind: 'done'; readonly value: MembersView }
+  | { readonly kind: 'refused'; readonly refusal: MembersRefusal; readonly detail: string }
+  | Unavailable;
+
+/** The membership routes' view of a node (`/api/v1/system/members`). */
+export interface MembersService {
+  /** The configuration in effect on this node, with replication progress on the leader. */
+  membersView(): MembersView;
+  /**
+   * One change (thesis §4.1), resolved once its entry is committed and applied here, or
+   * refused. Removing the leader hands leadership over first (§3.10).
+   */
+  changeMembers(change: MembershipChange): Promise<MembersResult>;
 }

@@ -5,8 +5,9 @@
  *
  * Layout: u8 STATUS_FRAME_TAG, u8 STATUS_FORMAT_VERSION, then the status as compact UTF-8
  * JSON. The tag can never begin a Raft frame, whose first byte is the message codec's format
- * version (1). JSON because a status is tiny and sent once a second, and a node of a later
- * release may add fields that this one skips instead of refusing the whole frame.
+ * version (MESSAGE_FORMAT_VERSION, a small number). JSON because a status is tiny and sent
+ * once a second, and a node of a later release may add fields that this one skips instead of
+ * refusing the whole frame.
  *
  * Pure: no I/O, no clock. `decodeStatusFrame` never throws: garbage, a wrong tag or version,
  * a frame over STATUS_FRAME_BYTES_MAX, bad UTF-8 or JSON, or a field out of its bounds all

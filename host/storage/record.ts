@@ -35,6 +35,7 @@ const U64_HIGH_WORD_SAFE_MAX = 0x1f_ffff;
 
 const TYPE_CODE_NORMAL = 1;
 const TYPE_CODE_EMPTY = 2;
+const TYPE_CODE_CONFIG = 3;
 
 /** Writes a safe non-negative integer as a little-endian u64. */
 export function writeU64(view: DataView, offset: number, value: number): void {
@@ -104,6 +105,8 @@ function typeCode(type: EntryType): number {
       return TYPE_CODE_NORMAL;
     case 'empty':
       return TYPE_CODE_EMPTY;
+    case 'config':
+      return TYPE_CODE_CONFIG;
     default: {
       const never: never = type;
       throw new Error(`assertion failed: unknown entry type ${String(never)}`);
@@ -114,6 +117,7 @@ function typeCode(type: EntryType): number {
 function typeOfCode(code: number): EntryType | null {
   if (code === TYPE_CODE_NORMAL) return 'normal';
   if (code === TYPE_CODE_EMPTY) return 'empty';
+  if (code === TYPE_CODE_CONFIG) return 'config';
   return null;
 }
 

@@ -12,7 +12,8 @@ import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 
-import type { Snapshot, SnapshotMeta } from '../core/raft/types.js';
+import { bootstrapConfiguration, checkConfiguration } from '../core/raft/configuration.js';
+import type { Configuration, PeerEntry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import { assertSafeU64, readU64, writeU64 } from './record.js';
 import { datasyncTimed, fsyncDirectory, writeFully, type FsyncObserver } from './wal.js';
 
@@ -22,8 +23,11 @@ export const SNAPSHOT_FORMAT_VERSION = 1;
 export const SNAPSHOT_HEADER_BYTES = 24;
 /** The largest state machine snapshot (1 GiB); it is read whole at recovery. */
 export const SNAPSHOT_DATA_BYTES_MAX = 1024 * 1024 * 1024;
-/** The largest encoded meta (64 KiB): room for a few hundred voter ids. */
-export const SNAPSHOT_META_BYTES_MAX = 64 * 1024;
+/**
+ * The largest encoded meta (256 KiB): room for a whole configuration, 32 members with their
+ * addresses and 1,024 removed ids of 64 bytes each.
+ */
+export const SNAPSHOT_META_BYTES_MAX = 256 * 1024;
 /** Snapshots kept on disk: the newest, and one to fall back to. */
 export const SNAPSHOTS_KEPT = 2;
 const CRC_BYTES = 4;
@@ -39,7 +43,9 @@ function encodeMeta(meta: SnapshotMeta): Buffer {
   assertSafeU64(meta.term, 'snapshot term');
   assertSafeU64(meta.timeMs, 'snapshot timeMs');
   const json = JSON.stringify({
-    index: meta.index, term: meta.term, timeMs: meta.timeMs, voters: [...meta.voters],
+    index: meta.index, term: meta.term, timeMs: meta.timeMs, voters: meta.voters,
+    learners: meta.learners, peers: meta.peers.map((p) => [p.id, p.address]),
+    removed: meta.removed,
   });
   const bytes = Buffer.from(json, 'utf8');
   if (bytes.byteLength > SNAPSHOT_META_BYTES_MAX) {
@@ -102,13 +108,42 @@ function parseMeta(bytes: Uint8Array): SnapshotMeta | null {
     return null;
   }
   if (typeof value !== 'object' || value === null) return null;
-  const { index, term, timeMs, voters } = value as Record<string, unknown>;
+  const record = value as Record<string, unknown>;
+  const { index, term, timeMs } = record;
   const safe = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
   if (!safe(index) || !safe(term) || !safe(timeMs)) return null;
-  if (!Array.isArray(voters) || !voters.every((v): v is string => typeof v === 'string')) {
-    return null;
+  const config = parseConfiguration(record);
+  return config === null ? null : { index, term, timeMs, ...config };
+}
+
+function strings(value: unknown): string[] | null {
+  return Array.isArray(value) && value.every((v): v is string => typeof v === 'string')
+    ? value : null;
+}
+
+/**
+ * The configuration a meta carries. A meta written before membership changes holds only
+ * `voters`: it reads as those voters, no learner, addresses unknown (the node takes them
+ * from `--peers`), nothing removed.
+ */
+function parseConfiguration(record: Record<string, unknown>): Configuration | null {
+  const voters = strings(record['voters']);
+  if (voters === null) return null;
+  const legacy = record['learners'] === undefined && record['peers'] === undefined &&
+    record['removed'] === undefined;
+  if (legacy) return bootstrapConfiguration(voters);
+  const learners = strings(record['learners']);
+  const removed = strings(record['removed']);
+  const pairs = Array.isArray(record['peers']) ? record['peers'] : null;
+  if (learners === null || removed === null || pairs === null) return null;
+  const peers: PeerEntry[] = [];
+  for (const pair of pairs) {
+    const list = strings(pair);
+    if (list === null || list.length !== 2) return null;
+    peers.push({ id: list[0] as string, address: list[1] as string });
   }
-  return { index, term, timeMs, voters };
+  const config: Configuration = { voters, learners, peers, removed };
+  return checkConfiguration(config) === null ? config : null;
 }
 
 /**

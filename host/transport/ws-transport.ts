@@ -116,17 +116,28 @@ export class WsTransport implements Transport {
     return this.stats.droppedFrames;
   }
 
+  /** `setPeers` was called: the start-up list no longer applies. */
+  private peersSet = false;
+
   async start(onFrame: (from: string, frame: Uint8Array) => void): Promise<void> {
     this.onFrame = onFrame;
     await this.server.start();
-    this.setPeers(this.options.peers);
+    // The node may have set its peers already (from the configuration in its log, which wins
+    // over the start-up list); those are dialled now.
+    if (!this.peersSet) this.setPeers(this.options.peers);
+    for (const link of this.links.values()) {
+      if (link.socket === null && link.reconnectTimer === null) this.dial(link);
+    }
   }
 
   /**
-   * Replaces the peer table. New members are dialled; members no longer listed lose their
-   * links, both ways; a member whose address changed is dialled again at the new one.
+   * Replaces the peer table. New members are dialled; members no longer listed are no longer
+   * dialled; a member whose address changed is dialled again at the new one. A link such a
+   * member dialled to us stays: a member being removed still needs its answers until its
+   * removal commits (Raft thesis §4.2.2), and the core decides whose messages count.
    */
   setPeers(peers: readonly PeerAddress[]): void {
+    this.peersSet = true;
     const wanted = new Map(peers.filter((p) => p.id !== this.options.selfId)
       .map((p) => [p.id, p]));
     for (const [id, link] of this.links) {
@@ -136,7 +147,6 @@ export class WsTransport implements Transport {
       }
       this.dropLink(link);
       this.links.delete(id);
-      if (peer === undefined) this.inbound.get(id)?.close(CLOSE_POLICY, 'not a member');
     }
     for (const peer of wanted.values()) {
       if (this.links.has(peer.id)) continue;

@@ -7,12 +7,16 @@
  * step() benchmark. Every loop is bounded. It checks state machine safety as it goes:
  * two nodes never apply different entries at one index (§5.4.3).
  */
-import { createRaft, type RaftConfig, type RaftCore, type ReadState } from
-  '../../host/core/raft/raft.js';
+import {
+  createRaft, type MembershipAnswer, type RaftConfig, type RaftCore, type ReadState,
+} from '../../host/core/raft/raft.js';
 import type { Message } from '../../host/core/raft/messages.js';
 import type { Ready } from '../../host/core/raft/ready.js';
 import type { Entry, HardState, Snapshot } from '../../host/core/raft/types.js';
 import { EMPTY_HARD_STATE } from '../../host/core/raft/types.js';
+import {
+  decodeConfigEntry, type MembershipChange,
+} from '../../host/core/raft/configuration.js';
 
 export interface Disk {
   hardState: HardState;
@@ -29,6 +33,7 @@ export interface Node {
   applied: Entry[];
   appliedIndex: number;
   readStates: ReadState[];
+  membershipAnswers: MembershipAnswer[];
   up: boolean;
 }
 
@@ -57,16 +62,27 @@ export class Cluster {
   dropIf: ((m: Message) => boolean) | null = null;
   stepCount = 0;
 
-  constructor(ids: readonly string[], configure?: (c: RaftConfig) => RaftConfig, seed = 1) {
-    for (const [i, id] of ids.entries()) {
-      const base = defaultConfig(id, ids, seed * 1000 + i);
-      const config = configure === undefined ? base : configure(base);
-      const disk: Disk = { hardState: EMPTY_HARD_STATE, snapshot: null, entries: [] };
-      const raft = createRaft(config, { hardState: disk.hardState, snapshot: null,
-        snapshotData: null, entries: [] });
-      this.nodes.set(id, { id, raft, config, disk, applied: [], appliedIndex: 0,
-        readStates: [], up: true });
-    }
+  constructor(ids: readonly string[], private readonly configure?: (c: RaftConfig) => RaftConfig,
+    private readonly seed = 1) {
+    for (const id of ids) this.createNode(id, ids);
+  }
+
+  private createNode(id: string, voters: readonly string[]): Node {
+    const base = defaultConfig(id, voters, this.seed * 1000 + this.nodes.size);
+    const config = this.configure === undefined ? base : this.configure(base);
+    const disk: Disk = { hardState: EMPTY_HARD_STATE, snapshot: null, entries: [] };
+    const raft = createRaft(config, { hardState: disk.hardState, snapshot: null,
+      snapshotData: null, entries: [] });
+    const node: Node = { id, raft, config, disk, applied: [], appliedIndex: 0, readStates: [],
+      membershipAnswers: [], up: true };
+    this.nodes.set(id, node);
+    return node;
+  }
+
+  /** A new, empty node that knows no configuration (`serve --join`): it waits to be added. */
+  join(id: string): Node {
+    if (this.nodes.has(id)) throw new Error(`node ${id} exists`);
+    return this.createNode(id, []);
   }
 
   node(id: string): Node {
@@ -89,6 +105,7 @@ export class Cluster {
     this.queue.push(...ready.messages);
     this.apply(node, ready);
     node.readStates.push(...ready.readStates);
+    node.membershipAnswers.push(...ready.membershipAnswers);
     node.raft.advance(ready);
     const last = ready.entries[ready.entries.length - 1];
     if (last !== undefined) node.raft.persisted(last.index, last.term);
@@ -242,8 +259,7 @@ export function formatMessage(m: Message): string {
     case 'preVoteResponse':
     case 'voteResponse': return `${head} ${m.granted ? 'granted' : 'rejected'}`;
     case 'append': {
-      const entries = m.entries.map((e) => `${e.index}/${e.term}` +
-        (e.type === 'empty' ? ':empty' : `:${text(e.data)}`)).join(',');
+      const entries = m.entries.map(formatEntry).join(',');
       return `${head} prev=${m.prevLogIndex}/${m.prevLogTerm} commit=${m.commitIndex} ` +
         `[${entries}]`;
     }
@@ -258,5 +274,23 @@ export function formatMessage(m: Message): string {
       `bytes=${m.offset}+${m.data.length}/${m.totalBytes}`;
     case 'snapshotChunkResponse': return `${head} snap=${m.snapshotIndex} next=${m.nextOffset}`;
     case 'timeoutNow': return head;
+    case 'membershipRequest': return `${head} req=${m.requestId} ${describeChange(m.change)}`;
+    case 'membershipResponse': return m.refusal === null
+      ? `${head} req=${m.requestId} proposed at ${m.index}/${m.entryTerm}`
+      : `${head} req=${m.requestId} refused ${m.refusal}`;
   }
+}
+
+/** One entry as transcripts show it: `3/2:data`, `3/2:empty`, `3/2:config(addLearner n4)`. */
+export function formatEntry(e: Entry): string {
+  const head = `${e.index}/${e.term}`;
+  if (e.type === 'empty') return `${head}:empty`;
+  if (e.type === 'normal') return `${head}:${text(e.data)}`;
+  const decoded = decodeConfigEntry(e.data);
+  return `${head}:config(${decoded === null ? '?' : describeChange(decoded.change)})`;
+}
+
+export function describeChange(change: MembershipChange): string {
+  return change.kind === 'addLearner' ? `addLearner ${change.id} ${change.peer}`
+    : `${change.kind} ${change.id}`;
 }

@@ -14,9 +14,13 @@
  *   crash n3             restart n3
  *   transfer n1 n3       compact n1
  *   status               applied n2
+ *   join n4              a new empty node that knows no configuration (serve --join)
+ *   members n1 add n4 HOST:PORT | members n1 promote n4 | members n1 remove n3
+ *   config               every node's configuration in effect
  *   # a comment is echoed
  */
-import { bytes, Cluster, formatMessage, text } from './cluster.js';
+import type { MembershipChange } from '../../host/core/raft/configuration.js';
+import { bytes, Cluster, formatEntry, formatMessage } from './cluster.js';
 
 /** Lines one scenario may run. */
 export const SCENARIO_LINES_MAX = 500;
@@ -24,6 +28,7 @@ export const SCENARIO_LINES_MAX = 500;
 export function runScenario(script: string): string {
   const out: string[] = [];
   let cluster: Cluster | null = null;
+  nextRequestId = 1;
   const need = (): Cluster => {
     if (cluster === null) throw new Error('the scenario must start with `nodes`');
     return cluster;
@@ -38,7 +43,8 @@ export function runScenario(script: string): string {
       cluster = createCluster(args);
       continue;
     }
-    const result = runCommand(need(), command, args);
+    const result = command === 'members' || command === 'config' || command === 'join'
+      ? runMembershipCommand(need(), command, args) : runCommand(need(), command, args);
     out.push(...result.map((r) => `  ${r}`));
   }
   return out.join('\n') + '\n';
@@ -106,7 +112,11 @@ function runCommand(c: Cluster, command: string, args: readonly string[]): strin
       const reads = [...c.nodes.values()].flatMap((n) => {
         const states = n.readStates.map((r) => `${n.id} read ${r.requestId} -> ${r.readIndex}`);
         n.readStates = [];
-        return states;
+        const answers = n.membershipAnswers.map((a) => `${n.id} membership ${a.requestId} -> ` +
+          (a.result.kind === 'proposed' ? `proposed at ${a.result.index}/${a.result.term}`
+            : `refused ${a.result.refusal}`));
+        n.membershipAnswers = [];
+        return [...states, ...answers];
       });
       return [...printed, ...reads];
     }
@@ -130,14 +140,43 @@ function runCommand(c: Cluster, command: string, args: readonly string[]): strin
       const last = node.applied[node.applied.length - 1];
       if (last === undefined) return ['nothing applied to compact'];
       c.raft(id).compact({ index: last.index, term: last.term, timeMs: last.timeMs,
-        voters: [...c.nodes.keys()] }, bytes(`state@${last.index}`));
+        ...c.raft(id).configurationAt(last.index) }, bytes(`state@${last.index}`));
       return [`compacted through ${last.index}`];
     }
     case 'status':
       return statusLines(c);
     case 'applied':
-      return [c.node(id).applied.map((e) => e.type === 'empty' ? `${e.index}:-` :
-        `${e.index}:${text(e.data)}`).join(' ')];
+      return [c.node(id).applied.map((e) => e.type === 'empty' ? `${e.index}:-`
+        : `${e.index}:${formatEntry(e).split(':').slice(1).join(':')}`).join(' ')];
+    default:
+      throw new Error(`unknown command ${command}`);
+  }
+}
+
+let nextRequestId = 1;
+
+function runMembershipCommand(c: Cluster, command: string, args: readonly string[]): string[] {
+  switch (command) {
+    case 'join':
+      c.join(args[0] ?? '');
+      return [];
+    case 'config':
+      return [...c.nodes.values()].map((n) => {
+        if (!n.up) return `${n.id} down`;
+        const { index, config } = n.raft.configuration();
+        const committed = index <= n.raft.status().commitIndex ? 'committed' : 'pending';
+        return `${n.id} voters=${config.voters.join(',') || '-'} ` +
+          `learners=${config.learners.join(',') || '-'} ` +
+          `removed=${config.removed.join(',') || '-'} at=${index} ${committed}`;
+      });
+    case 'members': {
+      const [at = '', verb = '', id = '', peer = ''] = args;
+      const change: MembershipChange = verb === 'add' ? { kind: 'addLearner', id, peer }
+        : verb === 'promote' ? { kind: 'promote', id } : { kind: 'remove', id };
+      const result = c.raft(at).proposeMembership(change, nextRequestId++);
+      return [result.kind === 'refused' ? `refused ${result.refusal}: ${result.detail}`
+        : JSON.stringify(result)];
+    }
     default:
       throw new Error(`unknown command ${command}`);
   }

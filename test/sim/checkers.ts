@@ -9,13 +9,18 @@
  *   Completeness);
  * - every replica has the same machine digest at the same applied index;
  * - the driver's order: an entry is durable before it is applied, a vote is durable before
- *   it is granted, an append is durable before it is acknowledged (ready.ts).
+ *   it is granted, an append is durable before it is acknowledged (ready.ts);
+ * - membership (thesis chapter 4): a member removed by a committed change never decides
+ *   anything again: it never leads a later term, no later leader's configuration lists it
+ *   (so neither its votes nor its acknowledgements count), and a node that knows it was
+ *   removed never grants a vote; a learner never leads.
  *
  * A hook never throws (it runs inside the driver's promise chains, where an exception would
  * look like a node fault): it records the first violation, and the runner stops on it.
  */
+import { decodeConfigEntry, roleOf } from '../../host/core/raft/configuration.js';
 import type { Message } from '../../host/core/raft/messages.js';
-import type { Entry } from '../../host/core/raft/types.js';
+import type { Configuration, Entry } from '../../host/core/raft/types.js';
 import { fnv1a, type SimDisk } from './storage.js';
 import type { Trace } from './trace.js';
 
@@ -41,6 +46,10 @@ export class Checkers {
   /** Per node: the highest index it ever applied, across incarnations. */
   private readonly appliedMax = new Map<string, number>();
   private maxCommittedIndex = 0;
+  /** The newest committed configuration (applied by some node) and its index. */
+  private config: { index: number; config: Configuration } | null = null;
+  /** Ids removed by a committed change -> the term of that change's entry. */
+  private readonly removedInTerm = new Map<string, number>();
   violation: string | null = null;
   checksRun = 0;
 
@@ -62,6 +71,12 @@ export class Checkers {
     }
     this.leaders.set(term, id);
     this.trace.log(id, `is leader of term ${term}`);
+    const removedIn = this.removedInTerm.get(id);
+    if (removedIn !== undefined && term > removedIn) {
+      this.fail(`${id} leads term ${term} though a change of term ${removedIn} removed it ` +
+        '(a removed member never decides anything again)');
+      return;
+    }
     for (let index = log.snapshotIndex + 1; index <= this.maxCommittedIndex; index++) {
       const want = this.committed.get(index);
       if (want === undefined || want.term >= term) continue;
@@ -94,6 +109,7 @@ export class Checkers {
       this.committed.set(index, { term: entry.term, timeMs, hash, length: entry.data.length,
         by: node });
       this.maxCommittedIndex = Math.max(this.maxCommittedIndex, index);
+      if (entry.type === 'config') this.observeCommittedConfig(index, entry);
     } else if (seen.term !== entry.term || seen.hash !== hash || seen.timeMs !== timeMs) {
       this.fail(`${node} applies ${index} as t${entry.term} #${hash.toString(16)}, but ` +
         `${seen.by} applied t${seen.term} #${seen.hash.toString(16)} (state machine safety)`);
@@ -161,6 +177,50 @@ export class Checkers {
       disk.lastDurableIndex() < message.matchIndex) {
       this.fail(`${from} acknowledges ${message.matchIndex} with only ` +
         `${disk.lastDurableIndex()} durable (persist before send, §5.3)`);
+    }
+  }
+
+  /** A `config` entry committed: the configuration in force, and whom it removed. */
+  private observeCommittedConfig(index: number, entry: Entry): void {
+    const decoded = decodeConfigEntry(entry.data);
+    if (decoded === null) {
+      this.fail(`the config entry at ${index} does not decode`);
+      return;
+    }
+    if (this.config === null || index > this.config.index) {
+      this.config = { index, config: decoded.config };
+    }
+    for (const id of decoded.config.removed) {
+      if (this.removedInTerm.has(id)) continue;
+      this.removedInTerm.set(id, entry.term);
+      this.trace.log('sim', `${id} removed by the change committed at ${index} (t${entry.term})`);
+    }
+  }
+
+  /** The newest committed configuration, or null while the starting one is in force. */
+  committedConfiguration(): { index: number; config: Configuration } | null {
+    return this.config;
+  }
+
+  /** A leader's configuration when it starts its term: no removed member, not a learner. */
+  observeLeaderConfiguration(id: string, term: number, config: Configuration): void {
+    if (roleOf(config, id) === 'learner') {
+      this.fail(`learner ${id} leads term ${term} (learners never campaign, thesis §4.2.1)`);
+      return;
+    }
+    for (const [removed, removedIn] of this.removedInTerm) {
+      if (term > removedIn && roleOf(config, removed) !== null) {
+        this.fail(`${id}, leader of term ${term}, still counts ${removed}, removed by a change ` +
+          `committed in term ${removedIn} (leader completeness, thesis §4.1)`);
+        return;
+      }
+    }
+  }
+
+  /** A node grants a vote: a member that knows it was removed never decides anything again. */
+  observeVoteGranted(id: string, config: Configuration): void {
+    if (config.removed.includes(id)) {
+      this.fail(`${id} grants a vote though its configuration says it was removed`);
     }
   }
 

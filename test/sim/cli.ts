@@ -76,7 +76,8 @@ async function runOne(args: CliArgs, seed: number, nodes: 3 | 5): Promise<RunRes
   const summary = `seed ${seed} nodes ${nodes}: ${result.simulatedMs} ms simulated, ` +
     `${result.events} events, ${result.committedEntries} committed, ` +
     `${result.callsAnswered} answered / ${result.callsUnknown} unknown, ` +
-    `${result.crashes} crashes`;
+    `${result.crashes} crashes, ${result.membershipChanges} membership changes, ` +
+    `${result.nodesReplaced} replaced, ${result.profile}`;
   if (result.inconclusiveKeys.length > 0) {
     console.log(`note seed ${seed} nodes ${nodes}: linearizability search gave up on ` +
       `${result.inconclusiveKeys.join(', ')}`);
@@ -117,6 +118,11 @@ async function main(): Promise<number> {
   const simS = results.reduce((sum, r) => sum + r.simulatedMs, 0) / 1000;
   console.log(`${simS.toFixed(0)} simulated s in ${wallS.toFixed(1)} wall s ` +
     `(${(simS / Math.max(wallS, 0.001)).toFixed(0)}x)`);
+  const changes = results.reduce((sum, r) => sum + r.membershipChanges, 0);
+  const replaced = results.reduce((sum, r) => sum + r.nodesReplaced, 0);
+  const churn = results.filter((r) => r.profile === 'churn').length;
+  console.log(`${changes} membership changes, ${replaced} damaged nodes replaced, ` +
+    `${churn} churn-profile seeds`);
   console.log(`${results.length - failed.length} passed, ${failed.length} failed`);
   return failed.length > 0 ? 1 : 0;
 }

@@ -1,8 +1,14 @@
 /**
  * The simulated cluster: 3 or 5 production `Replica`s (Raft core, driver, WebAssembly
  * machine) in one process over the simulated clock, network and disks, with crashes and
- * restarts. A crashed node's Replica is dropped with its timers; a restart builds a fresh
- * Replica, machine and core over the same disk.
+ * restarts, and nodes that join later (`serve --join`). A crashed node's Replica is dropped
+ * with its timers; a restart builds a fresh Replica, machine and core over the same disk.
+ *
+ * The model of operations (what runs the cluster besides the nodes): a supervisor restarts a
+ * node that stopped (a crash, a failed fsync) after a short delay; a node whose files are
+ * damaged refuses to start and stays down until the operator replaces it through membership
+ * changes (operator.ts), with a new id and an empty disk; a removed node is shut down by the
+ * operator and never started again (`retired`).
  *
  * The runner is an async loop that runs one event, then lets every pending microtask run
  * (`setImmediate` comes after them), so the driver's promise chains settle at the simulated
@@ -38,13 +44,20 @@ interface Incarnation {
 
 export class SimNode {
   inc: Incarnation | null = null;
-  /** Its disk failed a checksum: it stays down for good. */
+  /** Its disk failed a checksum: it stays down until the operator replaces it. */
   lost = false;
+  /** Removed from the cluster and shut down by the operator: never started again. */
+  retired = false;
   restartTimer: TimerHandle | null = null;
   starts = 0;
   lastRole = 'follower';
+  /** The newest term in which the checkers saw it lead. */
+  ledTerm = 0;
+  /** Its commit index when first seen leading its newest term; -1 once that advanced. */
+  ledCommit = 0;
 
-  constructor(readonly id: string, readonly disk: SimDisk) {}
+  /** `joined`: started with `--join` (an empty node that knows no members). */
+  constructor(readonly id: string, readonly disk: SimDisk, readonly joined: boolean) {}
 
   running(): Incarnation | null {
     return this.inc !== null && this.inc.running ? this.inc : null;
@@ -59,7 +72,21 @@ export interface ClusterSettings {
   readonly snapshotEveryEntries: number;
   /** Digest after every `digestEveryEntries`-th applied index (1: every entry). */
   readonly digestEveryEntries: number;
+  /** TEST ONLY: the core commits without §5.4.2's rule (the simulator's own test). */
+  readonly commitWithoutCurrentTermRule: boolean;
+  /** Entry bytes per append: small ones split a catch-up into many acknowledgements. */
+  readonly maxEntriesBytesPerAppend: number;
+  /** Appends in flight per follower: few make a catch-up take many round trips. */
+  readonly maxInflightAppends: number;
+  /** How long `isolate` cuts a node off: [min, max] milliseconds. */
+  readonly isolateMs: readonly [number, number];
 }
+
+/** `net.isolate-new-leader` strikes within this long of the leader's election. */
+const NEW_LEADER_ISOLATE_AFTER_US_MAX = 20_000;
+/** How long the supervisor waits before it restarts a node that stopped. */
+const SUPERVISOR_RESTART_MS_MIN = 100;
+const SUPERVISOR_RESTART_MS_MAX = 2_000;
 
 /** Driver steps (reads of appliedIndex) one event may cause before it is a livelock. */
 export const WORK_PER_EVENT_MAX = 200_000;
@@ -72,6 +99,14 @@ export class SimCluster {
   readonly nodes: SimNode[] = [];
   /** Fired when a node crashes, so clients waiting on it learn the outcome is unknown. */
   onCrash: ((id: string) => void) | null = null;
+  /** Nodes the supervisor restarted after they stopped (a crash after an append, a fatal). */
+  supervisorRestarts = 0;
+  /** Fired when a node refuses to start on damaged files (the operator replaces it). */
+  onLost: ((node: SimNode) => void) | null = null;
+  /** May this node's next recovery find damaged files? The operator's budget decides. */
+  mayDamage: (node: SimNode) => boolean = () => false;
+  /** The starting voters; a node that joins later starts with none. */
+  readonly initialIds: readonly string[];
 
   constructor(readonly ids: readonly string[], private readonly rng: SimRandom,
     private readonly faults: Faults, readonly trace: Trace,
@@ -80,7 +115,26 @@ export class SimCluster {
     this.network = new SimNetwork(ids, rng, this.scheduler, faults, trace);
     this.network.describe = describeFrame;
     this.network.onSend = (from, to, frame) => this.onSend(from, to, frame);
-    for (const id of ids) this.nodes.push(new SimNode(id, new SimDisk(id, rng)));
+    this.initialIds = [...ids];
+    for (const id of ids) this.nodes.push(new SimNode(id, new SimDisk(id, rng), false));
+  }
+
+  /** A new empty node that waits to be added (`serve --join`); not started yet. */
+  addNode(id: string): SimNode {
+    if (this.nodes.some((n) => n.id === id)) throw new Error(`node ${id} exists`);
+    const node = new SimNode(id, new SimDisk(id, this.rng), true);
+    this.nodes.push(node);
+    this.network.addNode(id);
+    this.trace.log('sim', `new node ${id} (--join)`);
+    return node;
+  }
+
+  /** The operator shuts a removed node down for good. */
+  retire(node: SimNode): void {
+    this.crash(node, 'retired by the operator');
+    node.retired = true;
+    node.restartTimer?.cancel();
+    node.restartTimer = null;
   }
 
   node(id: string): SimNode {
@@ -93,32 +147,28 @@ export class SimCluster {
     return this.settings.requestTimeoutMs;
   }
 
-  lostCount(): number {
-    return this.nodes.filter((n) => n.lost).length;
-  }
-
-  /** Most nodes that may lose their disk while a majority still lives. */
-  lossBudget(): number {
-    return Math.floor((this.ids.length - 1) / 2);
-  }
-
   /** Starts a fresh incarnation over the node's disk. */
   start(node: SimNode): void {
-    if (node.inc !== null || node.lost) return;
+    if (node.inc !== null || node.lost || node.retired) return;
     node.restartTimer?.cancel();
     node.restartTimer = null;
     node.starts++;
     const clock = new NodeClock(this.scheduler);
     const storage = new SimStorage(node.disk, this.scheduler, this.rng, this.faults, this.trace,
-      { mayCorrupt: () => this.lostCount() < this.lossBudget() });
+      { mayCorrupt: () => this.mayDamage(node), onAppend: () => this.afterAppend(node) });
     const machine = StateMachine.create();
+    const voters = node.joined ? [] : this.initialIds;
     const options: ReplicaOptions = {
-      id: node.id, voters: this.ids, seed: this.rng.seed31(), incarnation: this.rng.nextU32(),
+      id: node.id, voters, seed: this.rng.seed31(), incarnation: this.rng.nextU32(),
+      peers: voters.map((id) => ({ id, host: `sim-${id}`, port: 7000 })), peerLink: true,
       tickMs: this.settings.tickMs, electionTicks: this.settings.electionTicks,
       requestTimeoutMs: this.settings.requestTimeoutMs, requireGrant: false,
       expireEveryMs: 1000, expireBatch: 100,
       snapshotEveryEntries: this.settings.snapshotEveryEntries,
       snapshotEveryBytes: 64 * 1024 * 1024,
+      testOnlyCommitWithoutCurrentTermRule: this.settings.commitWithoutCurrentTermRule,
+      maxEntriesBytesPerAppend: this.settings.maxEntriesBytesPerAppend,
+      maxInflightAppends: this.settings.maxInflightAppends,
     };
     let inc: Incarnation | null = null;
     const replica = new Replica(options, {
@@ -170,6 +220,52 @@ export class SimCluster {
     return this.nodes.filter((n) => n.running() !== null);
   }
 
+  /**
+   * Right after a leader appends: `node.crash-after-append` kills it before its write is
+   * durable; `net.isolate-after-append` cuts it off (what it sends is lost) for a moment.
+   * Both run as the next event, not inside the driver's call, before any fsync ends.
+   */
+  private afterAppend(node: SimNode): void {
+    const inc = node.running();
+    if (inc === null || inc.replica.raftStatus().role !== 'leader') return;
+    if (this.faults.maybe('node.crash-after-append')) {
+      this.scheduler.atDelayUs(0, '', () => {
+        if (node.inc !== inc) return;
+        this.crash(node, 'right after an append');
+        this.restartLater(node);
+      });
+    } else if (this.faults.maybe('net.isolate-after-append')) {
+      this.scheduler.atDelayUs(0, '', () => this.isolate(node.id));
+    }
+  }
+
+  /** `net.isolate-new-leader`: cut a new leader off while it catches its followers up. */
+  private maybeIsolateNewLeader(node: SimNode): void {
+    if (!this.faults.maybe('net.isolate-new-leader')) return;
+    // Half the time at once: its first appends, already on their way, are lost.
+    if (this.rng.chance(0.5)) return this.isolate(node.id);
+    const delayUs = this.rng.between(0, NEW_LEADER_ISOLATE_AFTER_US_MAX);
+    this.scheduler.atDelayUs(delayUs, '', () => this.isolate(node.id));
+  }
+
+  /** Cuts `id` off from everyone for a moment (a leader whose appends go nowhere). */
+  isolate(id: string, withId: string | null = null): void {
+    const lift = this.network.partition(withId === null ? [id] : [id, withId]);
+    const ms = this.rng.between(this.settings.isolateMs[0], this.settings.isolateMs[1]);
+    this.scheduler.atDelayUs(ms * 1000, '', lift);
+  }
+
+  /** The supervisor: a node that stopped is started again after a short delay. */
+  restartLater(node: SimNode): void {
+    if (node.retired || node.lost || node.restartTimer !== null) return;
+    const delayMs = this.rng.between(SUPERVISOR_RESTART_MS_MIN, SUPERVISOR_RESTART_MS_MAX);
+    node.restartTimer = this.scheduler.atDelayUs(delayMs * 1000, '', () => {
+      node.restartTimer = null;
+      this.supervisorRestarts++;
+      this.start(node);
+    });
+  }
+
   /** Checks after every event: leaders per term, role changes for the trace. */
   afterEvent(): void {
     for (const node of this.nodes) {
@@ -182,6 +278,16 @@ export class SimCluster {
       }
       if (status.role === 'leader') {
         this.checkers.observeLeader(node.id, status.term, inc.storage.logView());
+        if (node.ledTerm !== status.term) {
+          node.ledTerm = status.term;
+          this.checkers.observeLeaderConfiguration(node.id, status.term,
+            inc.replica.configuration());
+          node.ledCommit = status.commitIndex;
+          this.maybeIsolateNewLeader(node);
+        } else if (node.ledCommit >= 0 && status.commitIndex > node.ledCommit) {
+          node.ledCommit = -1;
+          if (this.faults.maybe('net.isolate-after-first-commit')) this.isolate(node.id);
+        }
       }
     }
   }
@@ -205,18 +311,17 @@ export class SimCluster {
       this.checkers.fail(`${node.id} stopped on an unexpected error: ${error.stack ?? error}`);
     }
     this.crash(node, 'fatal error');
+    this.restartLater(node);
   }
 
   private onStartFailed(node: SimNode, error: unknown): void {
     if (error instanceof StorageCorruptionError) {
-      this.trace.log(node.id, `refuses to start: ${error.message}; stays down`);
+      this.trace.log(node.id, `refuses to start: ${error.message}; down until replaced`);
       node.inc?.clock.kill();
       node.inc = null;
       this.network.detach(node.id);
       node.lost = true;
-      if (this.lostCount() > this.lossBudget()) {
-        this.checkers.fail('more disks lost than a minority (simulator bug)');
-      }
+      this.onLost?.(node);
       return;
     }
     const text = error instanceof Error ? error.stack ?? error.message : String(error);
@@ -280,7 +385,12 @@ export class SimCluster {
       this.checkers.fail(`${from} sent an undecodable frame to ${to}`);
       return;
     }
-    this.checkers.observeSend(from, message, this.node(from).disk);
+    const sender = this.node(from);
+    this.checkers.observeSend(from, message, sender.disk);
+    const granted = (message.type === 'voteResponse' || message.type === 'preVoteResponse') &&
+      message.granted;
+    const config = sender.running()?.replica.configuration();
+    if (granted && config !== undefined) this.checkers.observeVoteGranted(from, config);
   }
 }
 

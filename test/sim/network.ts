@@ -9,9 +9,11 @@
  * frame when full. All randomness comes from the run's `SimRandom`; all time from the
  * `SimScheduler`.
  */
+import type { PeerAddress } from '../../host/node/config.js';
 import type { Transport } from '../../host/transport/transport.js';
 import type { Faults } from './faults.js';
 import type { SimRandom } from './random.js';
+import type { TimerHandle } from '../../host/node/scheduler.js';
 import type { SimScheduler } from './scheduler.js';
 import type { Trace } from './trace.js';
 
@@ -33,32 +35,57 @@ interface Link {
   held: Uint8Array[];
 }
 
+/** A frame on its way; a crash of its sender may cancel it (`senderCrashed`). */
+interface InFlight {
+  readonly handle: TimerHandle;
+}
+
 /** Describes a frame for the trace; returns text only, never throws. */
 export type FrameDescriber = (frame: Uint8Array) => string;
 
 export class SimNetwork {
   private readonly links = new Map<string, Link>();
   private readonly endpoints = new Map<string, SimTransport>();
-  /** "from>to" pairs that drop every frame (partitions, symmetric and one-way). */
-  private readonly blocked = new Set<string>();
+  /**
+   * "from>to" pairs that drop every frame (partitions, symmetric and one-way), with how many
+   * blocks hold each: blocks overlap, and one that ends lifts only its own pairs.
+   */
+  private readonly blocked = new Map<string, number>();
   private inFlight = 0;
+  /** Frames in flight by sender, so a crash can lose some of them. */
+  private readonly inFlightFrom = new Map<string, Set<InFlight>>();
+  /** Every node the network links, in the order they were added. */
+  readonly nodeIds: string[] = [];
   /** Sees every frame a node sends, before faults: the driver-order checker hooks here. */
   onSend: ((from: string, to: string, frame: Uint8Array) => void) | null = null;
   describe: FrameDescriber = () => 'frame';
   framesSent = 0;
 
-  constructor(readonly nodeIds: readonly string[], private readonly rng: SimRandom,
+  constructor(nodeIds: readonly string[], private readonly rng: SimRandom,
     private readonly scheduler: SimScheduler, private readonly faults: Faults,
     private readonly trace: Trace) {
     for (const from of nodeIds) {
       for (const to of nodeIds) {
-        if (from === to) continue;
-        const baseUs = rng.between(LINK_BASE_US_MIN, LINK_BASE_US_MAX);
-        this.links.set(`${from}>${to}`, {
-          baseUs, jitterUs: rng.between(10, baseUs), clogged: false, held: [],
-        });
+        if (from !== to) this.links.set(`${from}>${to}`, this.newLink());
       }
     }
+    this.nodeIds.push(...nodeIds);
+  }
+
+  /** A link with its latency drawn from the run's PRNG. */
+  private newLink(): Link {
+    const baseUs = this.rng.between(LINK_BASE_US_MIN, LINK_BASE_US_MAX);
+    return { baseUs, jitterUs: this.rng.between(10, baseUs), clogged: false, held: [] };
+  }
+
+  /** Links a new node both ways with every node already here (latencies drawn per link). */
+  addNode(id: string): void {
+    if (this.nodeIds.includes(id)) throw new Error(`network: ${id} is linked already`);
+    for (const other of this.nodeIds) {
+      this.links.set(`${id}>${other}`, this.newLink());
+      this.links.set(`${other}>${id}`, this.newLink());
+    }
+    this.nodeIds.push(id);
   }
 
   /** A fresh transport for a new incarnation of `nodeId`; replaces any previous one. */
@@ -68,29 +95,66 @@ export class SimNetwork {
     return transport;
   }
 
-  /** The node crashed: frames already in flight to it are lost when they arrive. */
+  /**
+   * The node crashed: frames already in flight to it are lost when they arrive, and each of
+   * its own frames in flight is lost with `net.crash-drops-sends` (still in the process's
+   * send buffers when it died; the rest had reached the kernel and arrive).
+   */
   detach(nodeId: string): void {
     this.endpoints.get(nodeId)?.kill();
     this.endpoints.delete(nodeId);
+    const frames = this.inFlightFrom.get(nodeId);
+    if (frames === undefined) return;
+    let dropped = 0;
+    for (const frame of [...frames]) {
+      if (!this.faults.maybe('net.crash-drops-sends')) continue;
+      frame.handle.cancel();
+      frames.delete(frame);
+      this.inFlight--;
+      dropped++;
+    }
+    if (dropped > 0) this.trace.log(nodeId, `crash loses ${dropped} frames it sent`);
   }
 
-  /** Splits the cluster in two: no frame crosses between `side` and the rest. */
-  partition(side: readonly string[]): void {
+  /**
+   * Splits the cluster in two: no frame crosses between `side` and the rest until the
+   * returned function lifts this partition (others may still hold some of the same pairs).
+   */
+  partition(side: readonly string[]): () => void {
+    const pairs: string[] = [];
     for (const a of this.nodeIds) {
       for (const b of this.nodeIds) {
-        if (a !== b && side.includes(a) !== side.includes(b)) this.blocked.add(`${a}>${b}`);
+        if (a !== b && side.includes(a) !== side.includes(b)) pairs.push(`${a}>${b}`);
       }
     }
-    this.trace.log('net', `partition ${side.join(',')} | ${this.rest(side).join(',')}`);
+    const what = `${side.join(',')} | ${this.rest(side).join(',')}`;
+    this.trace.log('net', `partition ${what}`);
+    return this.hold(pairs, `partition ${what} healed`);
   }
 
-  /** Frames from `from` to `to` are lost; the other direction still works. */
-  blockOneWay(from: string, to: string): void {
-    this.blocked.add(`${from}>${to}`);
+  /** Frames from `from` to `to` are lost (the other direction works) until lifted. */
+  blockOneWay(from: string, to: string): () => void {
     this.trace.log('net', `block ${from} -> ${to}`);
+    return this.hold([`${from}>${to}`], `block ${from} -> ${to} lifted`);
   }
 
-  /** Ends every partition and one-way block; clogged links stay clogged. */
+  private hold(pairs: readonly string[], liftedText: string): () => void {
+    for (const pair of pairs) this.blocked.set(pair, (this.blocked.get(pair) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      for (const pair of pairs) {
+        const count = this.blocked.get(pair);
+        if (count === undefined) continue; // cleared meanwhile
+        if (count <= 1) this.blocked.delete(pair);
+        else this.blocked.set(pair, count - 1);
+      }
+      this.trace.log('net', liftedText);
+    };
+  }
+
+  /** Ends every partition and one-way block at once; clogged links stay clogged. */
   clearBlocks(): void {
     if (this.blocked.size === 0) return;
     this.blocked.clear();
@@ -159,10 +223,20 @@ export class SimNetwork {
     let delayUs = link.baseUs + Math.round(-Math.log(1 - this.rng.float()) * link.jitterUs);
     if (this.faults.maybe('net.reorder')) delayUs += this.rng.below(REORDER_EXTRA_US_MAX);
     this.inFlight++;
-    this.scheduler.atDelayUs(delayUs, '', () => {
-      this.inFlight--;
-      this.deliver(from, to, frame);
-    });
+    let frames = this.inFlightFrom.get(from);
+    if (frames === undefined) {
+      frames = new Set();
+      this.inFlightFrom.set(from, frames);
+    }
+    const sent = frames;
+    const entry: InFlight = {
+      handle: this.scheduler.atDelayUs(delayUs, '', () => {
+        this.inFlight--;
+        sent.delete(entry);
+        this.deliver(from, to, frame);
+      }),
+    };
+    sent.add(entry);
   }
 
   private deliver(from: string, to: string, frame: Uint8Array): void {
@@ -187,10 +261,16 @@ export class SimNetwork {
   }
 }
 
-/** One node incarnation's end of the network. */
+/**
+ * One node incarnation's end of the network. Like the WebSocket transport, it reaches the
+ * members it was told about (`setPeers`) and any node that reached it first; a frame to
+ * anyone else is dropped.
+ */
 export class SimTransport implements Transport {
   private onFrame: ((from: string, frame: Uint8Array) => void) | null = null;
   private dead = false;
+  private peers = new Set<string>();
+  private readonly heardFrom = new Set<string>();
 
   constructor(private readonly nodeId: string, private readonly network: SimNetwork) {}
 
@@ -200,8 +280,12 @@ export class SimTransport implements Transport {
   }
 
   send(to: string, frame: Uint8Array): void {
-    if (this.dead) return;
+    if (this.dead || (!this.peers.has(to) && !this.heardFrom.has(to))) return;
     this.network.send(this.nodeId, to, frame);
+  }
+
+  setPeers(peers: readonly PeerAddress[]): void {
+    this.peers = new Set(peers.map((p) => p.id));
   }
 
   close(): Promise<void> {
@@ -210,7 +294,9 @@ export class SimTransport implements Transport {
   }
 
   receive(from: string, frame: Uint8Array): void {
-    if (!this.dead) this.onFrame?.(from, frame);
+    if (this.dead) return;
+    this.heardFrom.add(from);
+    this.onFrame?.(from, frame);
   }
 
   kill(): void {

@@ -1,16 +1,21 @@
 /**
- * One simulated run from a seed: the safety phase (clients, faults, checkers on every
- * event), then the liveness phase (heal everything, a majority must elect a leader and
- * commit a fresh write within a bound), then the history checks (linearizability per key,
- * counters counted once, one putIfAbsent winner per key).
+ * One simulated run from a seed: the safety phase (clients, faults, membership changes,
+ * checkers on every event), then the liveness phase (heal everything; the voters of the
+ * configuration in force must elect a leader and commit a fresh write within a bound, and
+ * the operator must finish replacing damaged nodes), then the history checks
+ * (linearizability per key, counters counted once, one putIfAbsent winner per key).
  *
  * The seed decides everything: fault rates, replica seeds, delays, client calls. A failing
  * seed replays bit for bit, with `--trace` to read it as a story.
  */
 import type { CallOutcome } from '../../host/machine/commands.js';
 import type { ServiceResult } from '../../host/node/service.js';
-import { SimCluster, type SimNode } from './cluster.js';
-import { Faults, FAULT_NAMES, type FaultName } from './faults.js';
+import { SimCluster, type ClusterSettings, type SimNode } from './cluster.js';
+import { roleOf } from '../../host/core/raft/configuration.js';
+import {
+  CHURN_PROFILE_CHANCE, Faults, FAULT_NAMES, type FaultName, type FaultProfile,
+} from './faults.js';
+import { Operator } from './operator.js';
 import { checkHistory, describeOp, type HistoryOp } from './linearizability.js';
 import { SimRandom } from './random.js';
 import { Trace } from './trace.js';
@@ -30,6 +35,15 @@ export interface RunOptions {
   readonly traceSink: ((line: string) => void) | null;
   /** Fault kinds this run may enable (each seed enables a random subset of them). */
   readonly faultKinds: readonly FaultName[];
+  /**
+   * TEST ONLY: run the core without §5.4.2's current-term commit rule (the Figure 8 case),
+   * to prove that the simulator finds the loss it allows.
+   */
+  readonly commitWithoutCurrentTermRule?: boolean;
+  /** The fault profile; drawn per seed when absent (faults.ts). */
+  readonly profile?: FaultProfile;
+  /** Exactly these fault rates (a test of one scenario), instead of a mix drawn per seed. */
+  readonly faultRates?: Partial<Record<FaultName, number>>;
 }
 
 export const DEFAULT_RUN: Omit<RunOptions, 'seed' | 'nodeCount'> = {
@@ -46,6 +60,13 @@ export interface RunResult {
   readonly callsAnswered: number;
   readonly callsUnknown: number;
   readonly crashes: number;
+  /** Membership changes that committed, and those refused or left unknown. */
+  readonly membershipChanges: number;
+  readonly membershipRefused: number;
+  /** Damaged nodes replaced by the operator; stopped nodes the supervisor restarted. */
+  readonly nodesReplaced: number;
+  readonly supervisorRestarts: number;
+  readonly profile: FaultProfile;
   readonly faults: string;
   readonly faultHits: ReadonlyMap<FaultName, number>;
   /** Keys whose linearizability search gave up; not a failure, but reported. */
@@ -54,8 +75,20 @@ export interface RunResult {
 
 /** A majority must elect, commit a fresh write and answer the final reads within this. */
 export const LIVENESS_DEADLINE_MS = 30_000;
+/** Mixed into the seed for the second stream of draws (profile, settings, operator). */
+const PLAN_STREAM_SALT = 0x6d65_6d62;
 /** The nemesis draws its faults this often. */
 const NEMESIS_STEP_MS = 250;
+/** Entry bytes per append, drawn per seed: 1 MiB, or small enough to split a catch-up. */
+const APPEND_BYTES_SMALL_MIN = 64;
+const APPEND_BYTES_SMALL_MAX = 1_024;
+const APPEND_BYTES_DEFAULT = 1024 * 1024;
+/** Appends in flight per follower, drawn per seed: 64, or few (a slow, stepwise catch-up). */
+const INFLIGHT_APPENDS_DEFAULT = 64;
+const INFLIGHT_APPENDS_SMALL_MAX = 2;
+/** How long a leader cut off by the isolate-* kinds stays cut off, by profile. */
+const MIXED_ISOLATE_MS = [100, 1_500] as const;
+const CHURN_ISOLATE_MS = [800, 3_000] as const;
 /** How often log matching runs across all nodes. */
 const LOG_CHECK_EVERY_MS = 500;
 const THINK_MS_MAX = 60;
@@ -91,8 +124,10 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
 
 class Run {
   private readonly rng: SimRandom;
+  private readonly planRng: SimRandom;
   private readonly faults: Faults;
   private readonly cluster: SimCluster;
+  private readonly operator: Operator;
   private readonly trace: Trace;
   private readonly clients: Client[] = [];
   private readonly history: HistoryOp[] = [];
@@ -114,7 +149,14 @@ class Run {
 
   constructor(private readonly options: RunOptions) {
     this.rng = new SimRandom(options.seed);
-    this.faults = new Faults(this.rng, options.faultKinds);
+    // The profile, the replication settings and the operator draw from a stream of their
+    // own, so a seed's other draws stay what they were before they existed.
+    this.planRng = new SimRandom(options.seed ^ PLAN_STREAM_SALT);
+    const profile = options.profile ??
+      (this.planRng.chance(CHURN_PROFILE_CHANCE) ? 'churn' : 'mixed');
+    this.faults = options.faultRates === undefined
+      ? new Faults(this.rng, options.faultKinds, profile, this.planRng)
+      : Faults.fixed(this.rng, options.faultRates);
     let cluster: SimCluster | null = null;
     this.trace = new Trace(options.trace, options.traceSink,
       () => cluster?.scheduler.elapsedUs() ?? 0);
@@ -122,9 +164,31 @@ class Run {
     cluster = new SimCluster(ids, this.rng, this.faults, this.trace, {
       tickMs: 50, electionTicks: 10, requestTimeoutMs: 2_000,
       snapshotEveryEntries: this.rng.between(20, 400), digestEveryEntries: 1,
+      commitWithoutCurrentTermRule: options.commitWithoutCurrentTermRule === true,
+      ...this.replicationSettings(),
     });
     this.cluster = cluster;
     cluster.onCrash = (id) => this.onCrash(id);
+    this.operator = new Operator(cluster, this.planRng, this.faults, this.trace);
+  }
+
+  /**
+   * How replication is paced and how long a cut-off node stays cut off. Half the mixed seeds
+   * and every churn seed send small appends, few in flight, so a catch-up is acknowledged
+   * entry by entry; churn seeds cut leaders off for long enough that others elect meanwhile.
+   */
+  private replicationSettings(): Pick<ClusterSettings, 'maxEntriesBytesPerAppend' |
+    'maxInflightAppends' | 'isolateMs'> {
+    const rng = this.planRng;
+    const churn = this.faults.profile === 'churn';
+    const small = churn || rng.chance(0.5);
+    return {
+      maxEntriesBytesPerAppend: small
+        ? rng.between(APPEND_BYTES_SMALL_MIN, APPEND_BYTES_SMALL_MAX) : APPEND_BYTES_DEFAULT,
+      maxInflightAppends: small ? rng.between(1, INFLIGHT_APPENDS_SMALL_MAX)
+        : INFLIGHT_APPENDS_DEFAULT,
+      isolateMs: churn ? CHURN_ISOLATE_MS : MIXED_ISOLATE_MS,
+    };
   }
 
   async execute(): Promise<string | null> {
@@ -152,6 +216,11 @@ class Run {
       events: this.cluster.scheduler.eventsRun,
       committedEntries: this.cluster.checkers.committedCount(),
       callsAnswered: this.answered, callsUnknown: this.unknown, crashes: this.crashes,
+      membershipChanges: this.operator.changesDone,
+      membershipRefused: this.operator.changesRefused,
+      nodesReplaced: this.operator.repairsDone,
+      supervisorRestarts: this.cluster.supervisorRestarts,
+      profile: this.faults.profile,
       faults: this.faults.describe(), faultHits: this.faults.hitCounts(),
       inconclusiveKeys: this.inconclusive,
     };
@@ -279,23 +348,38 @@ class Run {
   private nemesis(): void {
     const { cluster, faults, rng } = this;
     if (!faults.active) return;
-    const ids = cluster.ids;
+    const ids = cluster.network.nodeIds;
     if (faults.maybe('node.crash')) {
       const up = cluster.nodes.filter((n) => n.inc !== null);
       if (up.length > 0) this.crashFor(rng.pick(up), rng.between(100, 4_000));
     }
     if (faults.maybe('net.partition')) {
       const side = rng.shuffle([...ids]).slice(0, rng.between(1, ids.length - 1));
-      cluster.network.partition(side);
-      this.later(rng.between(200, 4_000), () => cluster.network.clearBlocks());
+      this.later(rng.between(200, 4_000), cluster.network.partition(side));
     }
     if (faults.maybe('net.partition-asym')) {
       const [from, to] = rng.shuffle([...ids]) as [string, string];
-      cluster.network.blockOneWay(from, to);
-      this.later(rng.between(200, 4_000), () => cluster.network.clearBlocks());
+      this.later(rng.between(200, 4_000), cluster.network.blockOneWay(from, to));
     }
     if (faults.maybe('net.clog')) this.clogSome();
+    if (faults.maybe('net.isolate-leader')) this.isolateLeader();
+    this.operator.step();
     this.later(NEMESIS_STEP_MS, () => this.nemesis());
+  }
+
+  /**
+   * Cuts the leader off, alone or with one follower, for a moment: it keeps appending what
+   * nobody else holds while the others elect a leader of their own (the Figure 8 case).
+   */
+  private isolateLeader(): void {
+    const { cluster, rng } = this;
+    const leaders = cluster.runningNodes()
+      .filter((n) => n.running()?.replica.raftStatus().role === 'leader');
+    if (leaders.length === 0) return;
+    const leader = rng.pick(leaders).id;
+    const others = cluster.network.nodeIds.filter((id) => id !== leader);
+    const withFollower = others.length > 0 && rng.chance(0.4);
+    cluster.isolate(leader, withFollower ? rng.pick(others) : null);
   }
 
   private crashFor(node: SimNode, downMs: number): void {
@@ -309,7 +393,7 @@ class Run {
   /** Clogs a few links, then unclogs them one by one in a random order. */
   private clogSome(): void {
     const { network } = this.cluster;
-    const ids = this.cluster.ids;
+    const ids = this.cluster.network.nodeIds;
     const count = this.rng.between(1, 3);
     for (let i = 0; i < count; i++) {
       const [from, to] = this.rng.shuffle([...ids]) as [string, string];
@@ -320,6 +404,12 @@ class Run {
 
   // ------------------------------------------------------------------ liveness
 
+  /**
+   * Heals the network and (the supervisor) restarts every node that may run; the operator
+   * goes on replacing damaged nodes. The voters of the configuration in force, of which a
+   * majority is never damaged (operator.ts), must then commit a fresh write, and the operator
+   * must finish: every voter in force runs again.
+   */
   private async liveness(): Promise<void> {
     const { cluster } = this;
     this.faults.active = false;
@@ -327,16 +417,26 @@ class Run {
     this.trace.log('sim', 'liveness phase: heal everything');
     cluster.network.heal();
     for (const node of cluster.nodes) cluster.start(node);
+    this.operatorSteps();
     const deadlineUs = cluster.scheduler.elapsedUs() + LIVENESS_DEADLINE_MS * 1000;
     const fresh = `"fresh-${this.options.seed}"`;
     const probe = putCall('r-live', fresh, false);
     const outcome = await this.callUntil(probe, deadlineUs);
     if (outcome === null || outcome.status !== 'ok') {
       this.failure ??= `liveness: no fresh write committed within ${LIVENESS_DEADLINE_MS} ms ` +
-        `of healing (running: ${cluster.runningNodes().map((n) => n.id).join(',')})`;
+        `of healing (${this.inForce()})`;
       return;
     }
     this.trace.log('sim', 'liveness: a fresh write committed');
+    // The operator finishes its repairs and the supervisor restarts whatever stopped.
+    const restored = (): boolean => this.operator.idle() && this.operator.configInForce()
+      .voters.every((id) => cluster.node(id).running() !== null);
+    await this.runUntil(restored, (deadlineUs - cluster.scheduler.elapsedUs()) / 1000);
+    if (!restored()) {
+      this.failure ??= `liveness: the configuration in force was not restored within ` +
+        `${LIVENESS_DEADLINE_MS} ms (${this.inForce()})`;
+      return;
+    }
     // Calls still waiting settle by the client deadline, so acknowledged increments are all
     // acknowledged before the final read.
     await this.runUntil(() => this.clients.every((c) => c.waiting === null),
@@ -346,12 +446,29 @@ class Run {
     if (read === null) this.failure ??= 'liveness: the final read did not finish in time';
   }
 
+  /** In the liveness phase the operator keeps working, faults off (repairs only). */
+  private operatorSteps(): void {
+    this.operator.step();
+    this.later(NEMESIS_STEP_MS, () => this.operatorSteps());
+  }
+
+  /** The configuration in force and who runs, for a failure message. */
+  private inForce(): string {
+    const config = this.operator.configInForce();
+    const running = this.cluster.runningNodes().map((n) => n.id);
+    return `voters ${config.voters.join(',')}, learners ${config.learners.join(',') || '-'}, ` +
+      `running ${running.join(',')}`;
+  }
+
   /** Calls through random running nodes until one answers; records it; null at deadline. */
   private async callUntil(planned: PlannedCall, deadlineUs: number):
     Promise<CallOutcome | null> {
     const { cluster } = this;
     while (cluster.scheduler.elapsedUs() < deadlineUs && this.failed() === null) {
-      const running = cluster.runningNodes();
+      const config = this.operator.configInForce();
+      const everyone = cluster.runningNodes();
+      const members = everyone.filter((n) => roleOf(config, n.id) !== null);
+      const running = members.length > 0 ? members : everyone;
       if (running.length === 0) {
         await this.runUntil(() => false, RETRY_MS);
         continue;

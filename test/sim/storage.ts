@@ -10,7 +10,10 @@
  * (`disk.bit-flip`) must be caught by the per-record checksum, and `recover()` then rejects
  * with `StorageCorruptionError`; a failed fsync (`disk.fsync-fail`) rejects `sync()`.
  */
-import type { Entry, HardState, Snapshot, SnapshotMeta } from '../../host/core/raft/types.js';
+import { decodeConfigEntry } from '../../host/core/raft/configuration.js';
+import type {
+  Configuration, Entry, HardState, Snapshot, SnapshotMeta,
+} from '../../host/core/raft/types.js';
 import { EMPTY_HARD_STATE } from '../../host/core/raft/types.js';
 import {
   StorageCorruptionError, type RecoveredState, type Storage,
@@ -49,7 +52,7 @@ function mix(hash: number, value: number): number {
 /** Checksum of a whole record: header fields and data. */
 export function entryChecksum(entry: Entry): number {
   let h = mix(mix(mix(0x811c9dc5, entry.term), entry.index), entry.timeMs);
-  h = mix(h, entry.type === 'normal' ? 1 : 2);
+  h = mix(h, entry.type === 'normal' ? 1 : entry.type === 'empty' ? 2 : 3);
   return fnv1a(entry.data, h);
 }
 
@@ -121,6 +124,17 @@ export class SimDisk {
     if (this.records.length > DISK_RECORDS_MAX) throw new Error('sim disk: too many records');
   }
 
+  /** The newest configuration on this disk (log, then snapshot), or null when none is. */
+  latestConfiguration(): Configuration | null {
+    for (let i = this.records.length - 1; i >= 0; i--) {
+      const entry = (this.records[i] as DiskRecord).entry;
+      if (entry.type !== 'config') continue;
+      const decoded = decodeConfigEntry(entry.data);
+      if (decoded !== null) return decoded.config;
+    }
+    return this.snapshot?.meta ?? null;
+  }
+
   saveSnapshot(meta: SnapshotMeta, data: Uint8Array): void {
     this.snapshot = { meta, data: data.slice() };
     this.snapshotSum = fnv1a(data, mix(0x811c9dc5, meta.index));
@@ -129,8 +143,10 @@ export class SimDisk {
 }
 
 export interface SimStorageHooks {
-  /** May this recovery suffer a bit flip? False once a majority would be lost for good. */
+  /** May this recovery suffer a bit flip? The operator's budget of damaged nodes decides. */
   readonly mayCorrupt: () => boolean;
+  /** Called after every `append` (fault injection: a crash right after it). */
+  readonly onAppend?: () => void;
 }
 
 /** One incarnation's storage. After `crash()`, nothing it does reaches the disk. */
@@ -162,6 +178,7 @@ export class SimStorage implements Storage {
     this.volatileLog.length = Math.max(0, Math.min(this.volatileLog.length, first.index - head));
     this.volatileLog.push(...entries);
     this.pending.push({ kind: 'append', entries: [...entries] });
+    this.hooks.onAppend?.();
   }
 
   setHardState(hardState: HardState): void {
@@ -183,11 +200,13 @@ export class SimStorage implements Storage {
     this.lastSyncDoneUs = doneUs;
     const fail = this.faults.maybe('disk.fsync-fail');
     return this.later(doneUs - this.scheduler.elapsedUs(), () => {
-      this.syncing.shift();
       if (fail) {
+        // Its writes stay unsynced, in order before every later one: the node crashes next,
+        // and the crash keeps none or a prefix of them all (never later ones past a hole).
         this.trace.log(this.disk.nodeId, 'fsync FAILED');
         throw new Error('simulated fsync failure');
       }
+      this.syncing.shift();
       for (const op of ops) this.disk.applyOp(op, false);
     });
   }

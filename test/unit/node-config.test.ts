@@ -71,6 +71,26 @@ describe('configuration', () => {
     expect(advertisedUrl(loadConfig(flags(), {}), 6632, 'box')).toBe('http://127.0.0.1:6632');
   });
 
+  it('--join: a member with no member list, waiting to be added', () => {
+    const config = loadConfig(flags('--id', 'n4', '--peer-listen', '10.0.0.4:7001', '--join'),
+      { HIVEKV_CLUSTER_ID: 'c1', ...SECRET });
+    expect(config).toMatchObject({ id: 'n4', join: true, peers: [],
+      peerListen: { host: '10.0.0.4', port: 7001 } });
+    expect(loadConfig(flags(), {}).join).toBe(false);
+  });
+
+  it.each([
+    [['--id', 'n4', '--peer-listen', '127.0.0.1:7004', '--join'], {}, /HIVEKV_CLUSTER_ID/],
+    [['--peer-listen', '127.0.0.1:7004', '--join'], { HIVEKV_CLUSTER_ID: 'c' }, /--id/],
+    [['--id', 'n4', '--join'], { HIVEKV_CLUSTER_ID: 'c' }, /--peer-listen/],
+    [['--id', 'n4', '--peer-listen', 'h:1', '--peers', 'n4=h:1', '--join'],
+      { HIVEKV_CLUSTER_ID: 'c' }, /exclude/],
+    [['--id', 'n4', '--peer-listen', '127.0.0.1:7004', '--join'], { HIVEKV_CLUSTER_ID: 'c' },
+      /HIVEKV_CLUSTER_SECRET/],
+  ])('--join refuses %j without what it needs', (argv, env, message) => {
+    expect(() => loadConfig(flags(...argv), env)).toThrow(message);
+  });
+
   it('refuses an unknown flag, naming it', () => {
     expect(() => flags('--bogus', '1')).toThrow(/unknown option '--bogus'/);
   });

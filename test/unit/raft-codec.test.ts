@@ -1,11 +1,16 @@
 /** The peer-link message codec: round trips for every type, and garbage never throws. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeMessage, encodeMessage } from '../../host/core/raft/message-codec.js';
+import {
+  decodeMessage, encodeMessage, MESSAGE_FORMAT_VERSION,
+} from '../../host/core/raft/message-codec.js';
 import { MESSAGE_TYPES, type Message } from '../../host/core/raft/messages.js';
 
 const h = { from: 'n1', to: 'n2', term: 7 };
-const meta = { index: 40, term: 6, timeMs: 1_700_000_000_000, voters: ['n1', 'n2', 'n3'] };
+const meta = { index: 40, term: 6, timeMs: 1_700_000_000_000, voters: ['n1', 'n2', 'n3'],
+  learners: ['n4'], peers: [{ id: 'n1', address: '10.0.0.1:7001' },
+    { id: 'n2', address: '' }, { id: 'n3', address: 'h3:7003' }, { id: 'n4', address: 'h4:1' }],
+  removed: ['n0'] };
 const samples: Message[] = [
   { type: 'preVote', ...h, lastLogIndex: 9, lastLogTerm: 6 },
   { type: 'preVoteResponse', ...h, granted: true },
@@ -13,7 +18,8 @@ const samples: Message[] = [
   { type: 'voteResponse', ...h, granted: false },
   { type: 'append', ...h, prevLogIndex: 3, prevLogTerm: 2, commitIndex: 3, entries: [
     { term: 7, index: 4, timeMs: 5, type: 'empty', data: new Uint8Array(0) },
-    { term: 7, index: 5, timeMs: 6, type: 'normal', data: new Uint8Array([1, 2, 255]) }] },
+    { term: 7, index: 5, timeMs: 6, type: 'normal', data: new Uint8Array([1, 2, 255]) },
+    { term: 7, index: 6, timeMs: 6, type: 'config', data: new Uint8Array([123, 125]) }] },
   { type: 'appendResponse', ...h, success: false, matchIndex: 0, rejectedIndex: 9,
     hintIndex: 4, hintTerm: 2 },
   { type: 'heartbeat', ...h, commitIndex: 12, readContext: 3 },
@@ -24,6 +30,10 @@ const samples: Message[] = [
   { type: 'snapshotChunk', ...h, meta, offset: 8, totalBytes: 11, data: new Uint8Array([1, 2, 3]) },
   { type: 'snapshotChunkResponse', ...h, snapshotIndex: 40, nextOffset: 11 },
   { type: 'timeoutNow', ...h, from: 'nœud-é' },
+  { type: 'membershipRequest', ...h, term: 0, requestId: 5,
+    change: { kind: 'addLearner', id: 'n4', peer: '10.0.0.4:7001' } },
+  { type: 'membershipResponse', ...h, term: 0, requestId: 5, index: 0, entryTerm: 0,
+    refusal: 'not-caught-up', detail: 'n4 is 12 entries behind' },
 ];
 
 describe('message codec', () => {
@@ -45,8 +55,10 @@ describe('message codec', () => {
   it('rejects trailing bytes, an unknown version and an unknown type', () => {
     const frame = encodeMessage(samples[0]!);
     expect(decodeMessage(new Uint8Array([...frame, 0]))).toBeNull();
-    expect(decodeMessage(new Uint8Array([2, ...frame.subarray(1)]))).toBeNull();
-    expect(decodeMessage(new Uint8Array([1, 200, ...frame.subarray(2)]))).toBeNull();
+    expect(decodeMessage(new Uint8Array([MESSAGE_FORMAT_VERSION + 1, ...frame.subarray(1)])))
+      .toBeNull();
+    expect(decodeMessage(new Uint8Array([MESSAGE_FORMAT_VERSION, 200, ...frame.subarray(2)])))
+      .toBeNull();
   });
 
   it('rejects a non-integer number and invalid UTF-8', () => {

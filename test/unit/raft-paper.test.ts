@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { takeMark } from '../../host/core/marks.js';
+import { bootstrapConfiguration } from '../../host/core/raft/configuration.js';
 import { RaftLog } from '../../host/core/raft/log.js';
 import {
   createRaft, type RaftConfig, type RaftCore, type Ready,
@@ -114,8 +115,8 @@ function crashAndCompact(c: Cluster, ids: string[], step: number, next: (n: numb
     const node = c.node(ids[next(ids.length)]!);
     const last = node.applied[node.applied.length - 1];
     if (node.up && last !== undefined) {
-      node.raft.compact({ index: last.index, term: last.term, timeMs: last.timeMs, voters: ids },
-        bytes(`state@${last.index}`));
+      node.raft.compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+        ...node.raft.configurationAt(last.index) }, bytes(`state@${last.index}`));
     }
   }
 }
@@ -312,6 +313,25 @@ describe('§5.3 log replication', () => {
   });
 });
 
+describe('§5.3 with a commit index on disk', () => {
+  it('the hard state never claims an index whose new entry is not durable yet (§5.3)', () => {
+    // n2 holds 2/1 and 3/1 uncommitted; a leader of term 2 replaces them and says 3 is
+    // committed. Written before the replacing entries, a commit index of 3 could outlive
+    // them in a crash, and n2 would restart and apply the old 3/1.
+    const n2 = follower('n2', 1, entries({ from: 1, terms: [1, 1, 1] }));
+    drain(n2);
+    n2.step(append({ prevLogIndex: 1, prevLogTerm: 1, entries: entries({ from: 2,
+      terms: [2, 2] }), commitIndex: 3 }));
+    const first = n2.ready();
+    expect(first.entries.map((e) => e.index)).toEqual([2, 3]);
+    expect(first.hardState?.commitIndex ?? 0).toBeLessThanOrEqual(1);
+    n2.advance(first);
+    n2.persisted(3, 2);
+    const second = n2.ready();
+    expect(second.hardState?.commitIndex).toBe(3);
+  });
+});
+
 describe('§5.4 safety', () => {
   it('leader completeness: voter denies a candidate with a less up-to-date log (§5.4.1)', () => {
     const n3 = follower('n3', 2, entries({ from: 1, terms: [1, 2] }), THREE,
@@ -493,7 +513,7 @@ describe('§7 log compaction', () => {
     const last = n1.applied[n1.applied.length - 1]!;
     const data = bytes('machine-state-at-7');
     c.raft('n1').compact({ index: last.index, term: last.term, timeMs: last.timeMs,
-      voters: THREE }, data);
+      ...bootstrapConfiguration(THREE) }, data);
     c.raft('n1').propose(bytes('after'), 10);
     c.tickAll(1);
     return { c, data, snapshotIndex: last.index };
@@ -523,6 +543,30 @@ describe('§7 log compaction', () => {
     expect(appliedTexts(c, 'n3')).toEqual(['after']);
   });
 
+  it('a follower that installed a snapshot sends those bytes once it leads (§7)', () => {
+    const FIVE = ['n1', 'n2', 'n3', 'n4', 'n5'];
+    const c = new Cluster(FIVE, (cfg) => ({ ...cfg, maxSnapshotChunkBytes: 4 }));
+    c.campaign('n1');
+    c.crash('n4');
+    c.crash('n5');
+    for (let i = 0; i < 4; i++) c.raft('n1').propose(bytes(`s${i}`), i);
+    c.tickAll(2);
+    const last = c.node('n1').applied.at(-1)!;
+    const data = bytes('machine-state-at-5');
+    c.raft('n1').compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+      ...bootstrapConfiguration(FIVE) }, data);
+    c.restart('n4');
+    c.tickAll(3);
+    expect(c.node('n4').disk.snapshot?.data).toEqual(data);
+    // n4 leads now; n5, behind the snapshot, can only catch up from n4's copy of it.
+    c.raft('n1').transferLeadership('n4');
+    c.deliverAll();
+    expect(c.leaders()).toEqual(['n4']);
+    c.restart('n5');
+    c.tickAll(5);
+    expect(c.node('n5').disk.snapshot).toMatchObject({ meta: { index: last.index }, data });
+  });
+
   it('snapshot chunks lost in flight are resent (§7)', () => {
     const { c, data } = lagging();
     c.restart('n3');
@@ -549,14 +593,14 @@ describe('§7 log compaction', () => {
     c.tickAll(2);
     const n4Last = c.node('n4').applied.at(-1)!;
     c.raft('n4').compact({ index: n4Last.index, term: n4Last.term, timeMs: n4Last.timeMs,
-      voters: FIVE }, bytes('older-state-of-n4'));
+      ...c.raft('n4').configurationAt(n4Last.index) }, bytes('older-state-of-n4'));
     c.groups = [['n1', 'n2', 'n3'], ['n4'], ['n5']];
     for (let i = 0; i < 6; i++) c.raft('n1').propose(bytes(`b${i}`), 10 + i);
     c.tickAll(2);
     const n1Last = c.node('n1').applied.at(-1)!;
     const state = bytes('state-at-the-newer-index');
     c.raft('n1').compact({ index: n1Last.index, term: n1Last.term, timeMs: n1Last.timeMs,
-      voters: FIVE }, state);
+      ...c.raft('n1').configurationAt(n1Last.index) }, state);
     c.groups = [['n1', 'n2', 'n3', 'n4'], ['n5']];
     c.tickAll(20);
     expect(c.node('n4').disk.snapshot?.data).toEqual(state);
@@ -673,7 +717,7 @@ describe('invariants', () => {
   });
 
   it('an append that would overwrite a committed entry is an invariant violation', () => {
-    const log = new RaftLog({ index: 0, term: 0, timeMs: 0, voters: THREE },
+    const log = new RaftLog({ index: 0, term: 0, timeMs: 0, ...bootstrapConfiguration(THREE) },
       entries({ from: 1, terms: [1, 2] }), 2);
     expect(log.maybeAppend(2, 2, entries({ from: 3, terms: [3] }))).toBe(3);
     expect(() => log.maybeAppend(1, 1, entries({ from: 2, terms: [3] }))).toThrow(/committed/);

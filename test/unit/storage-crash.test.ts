@@ -17,7 +17,8 @@ import { FileStorage } from '../../host/storage/file-storage.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SOURCES = [
-  'host/core/raft/types.ts', 'host/storage/storage.ts', 'host/storage/record.ts',
+  'host/core/raft/types.ts', 'host/core/raft/configuration.ts',
+  'host/storage/storage.ts', 'host/storage/record.ts',
   'host/storage/wal.ts', 'host/storage/wal-prealloc.ts',
   'host/storage/hard-state-file.ts', 'host/storage/snapshot-files.ts',
   'host/storage/file-storage.ts',
@@ -60,8 +61,8 @@ for (let round = 1; round < 1000000; round += 1) {
   process.stdout.write('synced ' + last + ' ' + term + '\\n');
   if (round % 40 === 0) {
     const index = last - 5;
-    await storage.saveSnapshot({ index, term, timeMs: index, voters: ['n1'] },
-      payload(index, 99));
+    await storage.saveSnapshot({ index, term, timeMs: index, voters: ['n1'], learners: [],
+      peers: [{ id: 'n1', address: '' }], removed: [] }, payload(index, 99));
   }
 }`;
 

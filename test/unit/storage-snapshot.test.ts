@@ -32,7 +32,9 @@ function entries(from: number, count: number, term = 1): Entry[] {
 }
 
 function meta(index: number, term = 1): SnapshotMeta {
-  return { index, term, timeMs: 9_000 + index, voters: ['n1', 'n2', 'n3'] };
+  return { index, term, timeMs: 9_000 + index, voters: ['n1', 'n2', 'n3'], learners: ['n4'],
+    peers: [{ id: 'n1', address: '10.0.0.1:7001' }, { id: 'n2', address: '10.0.0.2:7001' },
+      { id: 'n3', address: '' }, { id: 'n4', address: '10.0.0.4:7001' }], removed: ['n0'] };
 }
 
 function machineBytes(index: number): Uint8Array {

@@ -13,9 +13,19 @@
  * - `appliedIndex <= applyingIndex <= commitIndex <= lastIndex()`, and `commitIndex` never
  *   decreases; an entry at or below `commitIndex` is never overwritten;
  * - `stableIndex <= persistingIndex <= lastIndex()`, and committed entries are handed out to
- *   apply only up to `stableIndex`: what this node applies, it holds durably.
+ *   apply only up to `stableIndex`: what this node applies, it holds durably;
+ * - the configuration in effect is the newest `config` entry in the log, or the snapshot's
+ *   when there is none (thesis §4.1: a configuration takes effect when appended, and an
+ *   overwritten one stops being in effect with it).
  */
-import type { Entry, Snapshot, SnapshotMeta } from './types.js';
+import { configurationOf, decodeConfigEntry, sameConfiguration } from './configuration.js';
+import type { Configuration, Entry, Snapshot, SnapshotMeta } from './types.js';
+
+/** A configuration and the index of the entry (or snapshot) that set it. */
+export interface IndexedConfiguration {
+  readonly index: number;
+  readonly config: Configuration;
+}
 
 /** Bytes counted per entry on top of its data, for the byte bounds of batches. */
 export const ENTRY_OVERHEAD_BYTES = 32;
@@ -45,9 +55,16 @@ export class RaftLog {
   persistingIndex: number;
   /** A snapshot received from a leader and not yet durable (`Ready.snapshot`). */
   pendingSnapshot: Snapshot | null = null;
+  /** The `config` entries among `entries`, oldest first, decoded. */
+  private configEntries: IndexedConfiguration[] = [];
+  /** The snapshot's configuration, without its index, term and stamp. */
+  private snapshotConfig: Configuration;
+  /** Counts changes of the configuration in effect, so the core notices one cheaply. */
+  configChanges = 0;
 
   constructor(snapshot: SnapshotMeta, entries: readonly Entry[], commitIndex: number) {
     this.snapshot = snapshot;
+    this.snapshotConfig = configurationOf(snapshot);
     this.entries = [];
     this.commitIndex = snapshot.index;
     this.appliedIndex = snapshot.index;
@@ -146,6 +163,10 @@ export class RaftLog {
     raftAssert(afterIndex >= this.commitIndex,
       `append after ${afterIndex} would rewrite committed entries (commit ${this.commitIndex})`);
     this.entries.length = afterIndex - this.snapshot.index;
+    while ((this.configEntries.at(-1)?.index ?? 0) > afterIndex) {
+      this.configEntries.pop();
+      this.configChanges++;
+    }
     let prevTerm = this.lastTerm();
     let prevTimeMs = this.lastTimeMs();
     for (const entry of entries) {
@@ -155,9 +176,34 @@ export class RaftLog {
       this.entries.push(entry);
       prevTerm = entry.term;
       prevTimeMs = entry.timeMs;
+      if (entry.type === 'config') this.noteConfigEntry(entry);
     }
     this.stableIndex = Math.min(this.stableIndex, afterIndex);
     this.persistingIndex = Math.min(this.persistingIndex, afterIndex);
+  }
+
+  private noteConfigEntry(entry: Entry): void {
+    const decoded = decodeConfigEntry(entry.data);
+    raftAssert(decoded !== null, `config entry ${entry.index} does not decode`);
+    this.configEntries.push({ index: entry.index, config: decoded.config });
+    this.configChanges++;
+  }
+
+  /** The configuration in effect: the newest in the log, committed or not (thesis §4.1). */
+  configuration(): IndexedConfiguration {
+    return this.configEntries.at(-1) ??
+      { index: this.snapshot.index, config: this.snapshotConfig };
+  }
+
+  /** The configuration in effect at `index`, which must not be compacted away. */
+  configurationAt(index: number): IndexedConfiguration {
+    raftAssert(index >= this.snapshot.index && index <= this.lastIndex(),
+      `configuration at ${index} outside [${this.snapshot.index}, ${this.lastIndex()}]`);
+    for (let i = this.configEntries.length - 1; i >= 0; i--) {
+      const found = this.configEntries[i] as IndexedConfiguration;
+      if (found.index <= index) return found;
+    }
+    return { index: this.snapshot.index, config: this.snapshotConfig };
   }
 
   /** Raises `commitIndex`; asserts that it never decreases nor passes the last index. */
@@ -235,8 +281,12 @@ export class RaftLog {
       `compact at ${meta.index} beyond applied ${this.appliedIndex}`);
     raftAssert(meta.index <= this.stableIndex, `compact at unstable index ${meta.index}`);
     raftAssert(this.term(meta.index) === meta.term, `compact meta term differs at ${meta.index}`);
+    raftAssert(sameConfiguration(meta, this.configurationAt(meta.index).config),
+      `compact meta at ${meta.index} carries another configuration than the log`);
     this.entries = this.entries.slice(meta.index - this.snapshot.index);
+    this.configEntries = this.configEntries.filter((c) => c.index > meta.index);
     this.snapshot = meta;
+    this.snapshotConfig = configurationOf(meta);
   }
 
   /** Installs a snapshot received from a leader: the log restarts after `meta.index`. */
@@ -244,7 +294,10 @@ export class RaftLog {
     const meta = snapshot.meta;
     raftAssert(meta.index > this.commitIndex, `restore at ${meta.index} <= commit`);
     this.entries = [];
+    this.configEntries = [];
+    this.configChanges++;
     this.snapshot = meta;
+    this.snapshotConfig = configurationOf(meta);
     this.commitIndex = meta.index;
     this.applyingIndex = meta.index;
     this.stableIndex = meta.index;

@@ -5,21 +5,33 @@
  * str from, str to, int term, then the type's fields in declaration order. `str` is a u16
  * byte length and UTF-8; `int` is a float64 holding a safe integer; `bool` a u8 0/1;
  * `bytes` a u32 length and the bytes; entries are a u32 count of (int term, int index,
- * int timeMs, u8 type, bytes data); a SnapshotMeta is int index, int term, int timeMs and
- * a u16 count of str voters.
+ * int timeMs, u8 type, bytes data); a SnapshotMeta is int index, int term, int timeMs, then
+ * its configuration: int count and str of each voter, of each learner, int count and
+ * (str id, str address) of each peer, int count and str of each removed id. A membership
+ * change is u8 kind (0 add a learner, 1 promote, 2 remove), str id, and str peer for an add;
+ * a refusal is u8 (0: none, else 1 + its position in MEMBERSHIP_REFUSALS).
  *
  * Pure: no I/O. `decodeMessage` never throws: garbage, truncation, trailing bytes, an
  * unknown version or out-of-range numbers all give null.
  */
+import {
+  MEMBERSHIP_REFUSALS, REMOVED_IDS_MAX, type MembershipChange, type MembershipRefusal,
+} from './configuration.js';
 import type { AppendMessage, Message, MessageType } from './messages.js';
 import { MESSAGE_TYPES } from './messages.js';
-import type { Entry, SnapshotMeta } from './types.js';
+import type { EntryType, SnapshotMeta } from './types.js';
+import type { Entry } from './types.js';
 
-export const MESSAGE_FORMAT_VERSION = 1;
+/** 2: snapshot metas carry learners, peer addresses and removed ids; config entries. */
+export const MESSAGE_FORMAT_VERSION = 2;
 /** Entries one append may carry on the wire. */
 export const WIRE_ENTRIES_MAX = 1 << 20;
-/** Voters one snapshot meta may list on the wire. */
+/** Voters, learners or peers one snapshot meta may list on the wire. */
 export const WIRE_VOTERS_MAX = 64;
+/** Removed ids one snapshot meta may list on the wire. */
+export const WIRE_REMOVED_MAX = REMOVED_IDS_MAX;
+const ENTRY_TYPES: readonly EntryType[] = ['normal', 'empty', 'config'];
+const CHANGE_KINDS: readonly MembershipChange['kind'][] = ['addLearner', 'promote', 'remove'];
 const STRING_BYTES_MAX = 0xffff;
 const INITIAL_BUFFER_BYTES = 256;
 /** The encode scratch buffer is kept between messages up to this size. */
@@ -185,7 +197,7 @@ function writeEntries(w: Writer, entries: AppendMessage['entries']): void {
     w.int(e.term);
     w.int(e.index);
     w.int(e.timeMs);
-    w.u8(e.type === 'normal' ? 0 : 1);
+    w.u8(ENTRY_TYPES.indexOf(e.type));
     w.bytes(e.data);
   }
 }
@@ -198,30 +210,77 @@ function readEntries(r: Reader): Entry[] {
     const term = r.index();
     const index = r.index();
     const timeMs = r.index();
-    const kind = r.u8();
-    if (kind > 1) throw new Malformed('bad entry type');
-    entries.push({ term, index, timeMs, type: kind === 0 ? 'normal' : 'empty', data: r.bytes() });
+    const type = ENTRY_TYPES[r.u8()];
+    if (type === undefined) throw new Malformed('bad entry type');
+    entries.push({ term, index, timeMs, type, data: r.bytes() });
   }
   return entries;
+}
+
+function writeStrings(w: Writer, list: readonly string[]): void {
+  w.int(list.length);
+  for (const item of list) w.str(item);
+}
+
+function readStrings(r: Reader, max: number): string[] {
+  const count = r.index();
+  if (count > max) throw new Malformed('list too long');
+  const list: string[] = [];
+  for (let i = 0; i < count; i++) list.push(r.str());
+  return list;
 }
 
 function writeMeta(w: Writer, meta: SnapshotMeta): void {
   w.int(meta.index);
   w.int(meta.term);
   w.int(meta.timeMs);
-  w.int(meta.voters.length);
-  for (const voter of meta.voters) w.str(voter);
+  writeStrings(w, meta.voters);
+  writeStrings(w, meta.learners);
+  w.int(meta.peers.length);
+  for (const peer of meta.peers) {
+    w.str(peer.id);
+    w.str(peer.address);
+  }
+  writeStrings(w, meta.removed);
 }
 
 function readMeta(r: Reader): SnapshotMeta {
   const index = r.index();
   const term = r.index();
   const timeMs = r.index();
-  const count = r.index();
-  if (count > WIRE_VOTERS_MAX) throw new Malformed('too many voters');
-  const voters: string[] = [];
-  for (let i = 0; i < count; i++) voters.push(r.str());
-  return { index, term, timeMs, voters };
+  const voters = readStrings(r, WIRE_VOTERS_MAX);
+  const learners = readStrings(r, WIRE_VOTERS_MAX);
+  const peerCount = r.index();
+  if (peerCount > WIRE_VOTERS_MAX) throw new Malformed('too many peers');
+  const peers: Array<{ id: string; address: string }> = [];
+  for (let i = 0; i < peerCount; i++) peers.push({ id: r.str(), address: r.str() });
+  const removed = readStrings(r, WIRE_REMOVED_MAX);
+  return { index, term, timeMs, voters, learners, peers, removed };
+}
+
+function writeChange(w: Writer, change: MembershipChange): void {
+  w.u8(CHANGE_KINDS.indexOf(change.kind));
+  w.str(change.id);
+  if (change.kind === 'addLearner') w.str(change.peer);
+}
+
+function readChange(r: Reader): MembershipChange {
+  const kind = CHANGE_KINDS[r.u8()];
+  const id = r.str();
+  switch (kind) {
+    case 'addLearner': return { kind, id, peer: r.str() };
+    case 'promote':
+    case 'remove': return { kind, id };
+    default: throw new Malformed('bad change kind');
+  }
+}
+
+function readRefusal(r: Reader): MembershipRefusal | null {
+  const code = r.u8();
+  if (code === 0) return null;
+  const refusal = MEMBERSHIP_REFUSALS[code - 1];
+  if (refusal === undefined) throw new Malformed('bad refusal');
+  return refusal;
 }
 
 function writeBody(w: Writer, m: Message): void {
@@ -254,6 +313,12 @@ function writeBody(w: Writer, m: Message): void {
     case 'snapshotChunkResponse':
       w.int(m.snapshotIndex); w.int(m.nextOffset); return;
     case 'timeoutNow':
+      return;
+    case 'membershipRequest':
+      w.int(m.requestId); writeChange(w, m.change); return;
+    case 'membershipResponse':
+      w.int(m.requestId); w.int(m.index); w.int(m.entryTerm);
+      w.u8(m.refusal === null ? 0 : MEMBERSHIP_REFUSALS.indexOf(m.refusal) + 1); w.str(m.detail);
       return;
   }
 }
@@ -292,6 +357,11 @@ function readBody(r: Reader, type: MessageType, h: Head): Message {
       return { type, ...h, snapshotIndex: r.index(), nextOffset: r.index() };
     case 'timeoutNow':
       return { type, ...h };
+    case 'membershipRequest':
+      return { type, ...h, requestId: r.int(), change: readChange(r) };
+    case 'membershipResponse':
+      return { type, ...h, requestId: r.int(), index: r.index(), entryTerm: r.index(),
+        refusal: readRefusal(r), detail: r.str() };
   }
 }
 

@@ -3,9 +3,11 @@
  *
  * Pure types: no I/O. Every message names its sender (`from`), its target (`to`) and the
  * sender's `term`. Messages that are not part of the term protocol (a forwarded proposal, a
- * follower's read-index question and its answer) carry `term: 0` and are never used to learn
- * a newer term. Indexes and terms are non-negative safe integers; `readIndex` may be -1.
+ * follower's read-index question and its answer, a forwarded membership change and its
+ * answer) carry `term: 0` and are never used to learn a newer term. Indexes and terms are
+ * non-negative safe integers; `readIndex` may be -1.
  */
+import type { MembershipChange, MembershipRefusal } from './configuration.js';
 import type { Entry, SnapshotMeta } from './types.js';
 
 interface Envelope {
@@ -122,6 +124,27 @@ export interface TimeoutNowMessage extends Envelope {
   readonly type: 'timeoutNow';
 }
 
+/** A member asks the leader to change the configuration for its client (thesis §4.1). */
+export interface MembershipRequestMessage extends Envelope {
+  readonly type: 'membershipRequest';
+  readonly requestId: number;
+  readonly change: MembershipChange;
+}
+
+/**
+ * The leader's answer: the index and term of the `config` entry it appended (the change is
+ * done once that entry commits), or why it refused (`index` 0).
+ */
+export interface MembershipResponseMessage extends Envelope {
+  readonly type: 'membershipResponse';
+  readonly requestId: number;
+  readonly index: number;
+  readonly entryTerm: number;
+  /** Null when accepted. */
+  readonly refusal: MembershipRefusal | null;
+  readonly detail: string;
+}
+
 export type Message =
   | PreVoteMessage
   | PreVoteResponseMessage
@@ -136,7 +159,9 @@ export type Message =
   | ReadIndexResponseMessage
   | SnapshotChunkMessage
   | SnapshotChunkResponseMessage
-  | TimeoutNowMessage;
+  | TimeoutNowMessage
+  | MembershipRequestMessage
+  | MembershipResponseMessage;
 
 export type MessageType = Message['type'];
 
@@ -156,4 +181,6 @@ export const MESSAGE_TYPES: readonly MessageType[] = [
   'snapshotChunk',
   'snapshotChunkResponse',
   'timeoutNow',
+  'membershipRequest',
+  'membershipResponse',
 ];

@@ -41,6 +41,8 @@ export class Progress {
   readonly inflightLastIndexes: number[] = [];
   /** Heard from since the last check-quorum round (§6.2 thesis). */
   recentActive = false;
+  /** The leader's tick count when this member last answered; -1: never. */
+  lastHeardTick = -1;
   transfer: SnapshotTransfer | null = null;
 
   constructor(nextIndex: number) {

@@ -11,19 +11,43 @@
  * and the leader lease against disruptive servers (thesis §6.2, §4.2.3), replication with
  * fast backtracking, pipelining and probe/replicate states (§5.3), commit by a quorum of the
  * current term (§5.4.2), read index (thesis §6.4), forwarded proposals, chunked snapshots
- * (§7) and leadership transfer (thesis §3.10). Membership changes are not supported.
+ * (§7), leadership transfer (thesis §3.10), and membership changes one server at a time
+ * with learners (thesis §4.1, §4.2; configuration.ts says why not joint consensus).
+ *
+ * Membership rules, after the thesis: a configuration takes effect as soon as its entry is
+ * appended, committed or not, and stops with it if the entry is overwritten (§4.1); a leader
+ * proposes a change only once the previous one committed (§4.1) and once it committed an
+ * entry of its own term (the fix to the single-server change bug found in 2015); only voters
+ * of the configuration in effect count for commit, elections, read index and check-quorum;
+ * learners receive the log and snapshots and never campaign (§4.2.1); a node that knows it
+ * was removed never votes, so a removed member never decides anything again; a leader
+ * that removed itself keeps leading without counting itself until the change commits, then
+ * hands leadership to a caught-up voter and steps down (§4.2.2, §3.10). Every node processes
+ * messages from servers outside its configuration (§4.1): a new member must hear the leader
+ * before it learns it is a member.
  */
 import { mark } from '../marks.js';
 import { createPrng, type Prng } from '../prng.js';
-import { entryBytes, raftAssert, RaftLog } from './log.js';
+import {
+  applyChange, bootstrapConfiguration, encodeConfigEntry, isRefused, roleOf, VOTERS_MAX,
+  type MembershipChange, type MembershipRefusal,
+} from './configuration.js';
+import { entryBytes, raftAssert, RaftLog, type IndexedConfiguration } from './log.js';
 import type { Message } from './messages.js';
 import { Progress } from './progress.js';
 import { committedIndex, voteResult } from './quorum.js';
 import { READS_PENDING_MAX, ReadTracker, type PendingRead, type ReadAnswer } from './read-index.js';
-import type { Ready, ReadState, SoftState } from './ready.js';
-import type { Entry, HardState, Role, Snapshot, SnapshotMeta } from './types.js';
+import type {
+  MembershipAnswer, MembershipResult, Ready, ReadState, SoftState,
+} from './ready.js';
+import type {
+  Configuration, Entry, HardState, PeerEntry, Role, Snapshot, SnapshotMeta,
+} from './types.js';
 
-export type { Ready, ReadState, SoftState } from './ready.js';
+export type {
+  MembershipAnswer, MembershipResult, Ready, ReadState, SoftState,
+} from './ready.js';
+export { VOTERS_MAX } from './configuration.js';
 
 /** Largest data of one proposal; larger ones are dropped (`too-large`). */
 export const PROPOSAL_BYTES_MAX = 64 * 1024 * 1024;
@@ -44,13 +68,26 @@ export const OUTBOX_MESSAGES_MAX = 65_536;
 /** Bounds on config values, checked by `createRaft`. */
 export const ELECTION_TICKS_MAX = 10_000;
 export const INFLIGHT_APPENDS_MAX = 4096;
-export const VOTERS_MAX = 15;
+/**
+ * A learner is caught up, and may be promoted, when it is replicating, answered within the
+ * last election timeout, and lacks at most this many committed entries (thesis §4.2.1 asks
+ * that catching up take less than an election timeout; a few hundred entries take far less).
+ */
+export const PROMOTE_LAG_ENTRIES_MAX = 512;
+/** Membership answers one Ready may carry; beyond it they are dropped (the caller times out). */
+export const MEMBERSHIP_ANSWERS_MAX = 1024;
 
 export interface RaftConfig {
-  /** This node's id; must be one of `voters`. */
+  /** This node's id; one of `voters` unless `voters` is empty. */
   readonly id: string;
-  /** Every voting member, this node included; 1..VOTERS_MAX distinct ids. */
+  /**
+   * The voting members the cluster starts with, this node included; 0..VOTERS_MAX distinct
+   * ids. Empty for a node that joins an existing cluster: it learns its configuration from
+   * the leader. A configuration in the restored log or snapshot always wins over this.
+   */
   readonly voters: readonly string[];
+  /** How to reach the starting voters (stored in their configuration); may be empty. */
+  readonly peers?: readonly PeerEntry[];
   /** Election timeout in ticks, randomized in [electionTicks, 2*electionTicks); e.g. 10. */
   readonly electionTicks: number;
   /** Heartbeat interval in ticks, 1 <= heartbeatTicks < electionTicks; e.g. 1. */
@@ -67,6 +104,12 @@ export interface RaftConfig {
   readonly preVote: boolean;
   /** Leader steps down without a live majority; followers keep a leader lease (§6.2). */
   readonly checkQuorum: boolean;
+  /**
+   * TEST ONLY, never set in production: a leader commits an index held by a majority even
+   * when its entry is of an earlier term, which §5.4.2 forbids (the Figure 8 case). The
+   * simulator's own test sets it to prove the simulator finds the resulting loss.
+   */
+  readonly testOnlyCommitWithoutCurrentTermRule?: boolean;
 }
 
 /** What the driver reloaded from storage at start-up. */
@@ -85,6 +128,9 @@ export type ProposeResult =
   | { readonly kind: 'proposed'; readonly index: number; readonly term: number }
   | { readonly kind: 'forwarded' }
   | { readonly kind: 'dropped'; readonly reason: DropReason };
+
+/** A membership change: done or refused here, or forwarded to the leader (answer later). */
+export type MembershipProposeResult = MembershipResult | { readonly kind: 'forwarded' };
 
 export interface RaftStatus {
   readonly id: string;
@@ -111,7 +157,23 @@ export interface RaftCore {
   readIndex(requestId: number): void;
   /** Leader: hand leadership to `to` (thesis §3.10). Ignored elsewhere. */
   transferLeadership(to: string): void;
-  /** The driver snapshotted the machine at `meta.index` (<= applied): drop the log to it. */
+  /**
+   * Changes the configuration by one server (thesis §4.1). Leader: appends the `config`
+   * entry or refuses; the change is done once that entry commits. Follower with a known
+   * leader: forwards it; the answer comes in a later Ready's `membershipAnswers` under
+   * `requestId`. No leader: refused (`no-leader`).
+   */
+  proposeMembership(change: MembershipChange, requestId: number): MembershipProposeResult;
+  /** The configuration in effect (the newest in the log) and the index that set it. */
+  configuration(): IndexedConfiguration;
+  /** The configuration in effect at `index` (>= the snapshot's index, <= the last index). */
+  configurationAt(index: number): Configuration;
+  /** Leader: what it knows `id` holds (§5.3 matchIndex); null elsewhere or for a stranger. */
+  matchIndexOf(id: string): number | null;
+  /**
+   * The driver snapshotted the machine at `meta.index` (<= applied): drop the log to it.
+   * `meta` carries the configuration at its index (`configurationAt`).
+   */
   compact(meta: SnapshotMeta, data: Uint8Array): void;
   hasReady(): boolean;
   /** At most one Ready outstanding; call advance() before the next ready(). */
@@ -133,6 +195,17 @@ export interface RaftCore {
 
 const EMPTY_BYTES = new Uint8Array(0);
 
+/** Messages outside the term protocol: they carry term 0 and never change anyone's term. */
+function isTermless(m: Message): boolean {
+  const type = m.type;
+  return type === 'propose' || type === 'readIndex' || type === 'readIndexResponse' ||
+    type === 'membershipRequest' || type === 'membershipResponse';
+}
+
+function refused(refusal: MembershipRefusal, detail: string): MembershipResult {
+  return { kind: 'refused', refusal, detail };
+}
+
 function isEarly(message: Message): boolean {
   const type = message.type;
   return type === 'append' || type === 'heartbeat' || type === 'snapshotChunk' ||
@@ -148,9 +221,11 @@ function checkConfig(config: RaftConfig): void {
       fail(`${name} must be an integer in [${min}, ${max}], got ${value}`);
     }
   };
-  if (config.voters.length < 1 || config.voters.length > VOTERS_MAX) fail('1..15 voters');
+  if (config.voters.length > VOTERS_MAX) fail(`at most ${VOTERS_MAX} voters`);
   if (new Set(config.voters).size !== config.voters.length) fail('voters must be distinct');
-  if (!config.voters.includes(config.id)) fail(`voters must include id ${config.id}`);
+  if (config.voters.length > 0 && !config.voters.includes(config.id)) {
+    fail(`voters must include id ${config.id}`);
+  }
   intIn(config.electionTicks, 2, ELECTION_TICKS_MAX, 'electionTicks');
   intIn(config.heartbeatTicks, 1, config.electionTicks - 1, 'heartbeatTicks');
   intIn(config.maxInflightAppends, 1, INFLIGHT_APPENDS_MAX, 'maxInflightAppends');
@@ -177,7 +252,12 @@ interface IncomingSnapshot {
 class Raft implements RaftCore {
   private readonly config: RaftConfig;
   private readonly id: string;
-  private readonly voters: readonly string[];
+  /** The voters of the configuration in effect (`log.configuration()`), sorted. */
+  private voters: readonly string[] = [];
+  /** Voters and learners of the configuration in effect. */
+  private members: readonly string[] = [];
+  /** `log.configChanges` when `voters` and `members` were last taken from the log. */
+  private seenConfigChanges = -1;
   private readonly prng: Prng;
   private readonly log: RaftLog;
   private term: number;
@@ -196,6 +276,13 @@ class Raft implements RaftCore {
   /** Leader only: one entry per voter, this node included (its match = stable index). */
   private progress = new Map<string, Progress>();
   private leadTransferee: string | null = null;
+  /**
+   * Leader: the tick at which members the newest change removed lose their Progress; -1
+   * while the change is uncommitted, or when there are none (see `syncProgress`).
+   */
+  private retireAtTick = -1;
+  /** Leader: Progress still holds members the newest change removed. */
+  private keepsRemoved = false;
   /** Leader: bytes of entries proposed in this term and not yet committed. */
   private uncommittedBytes = 0;
   /** Leader: proposals arrived this turn; one append per follower goes out at ready(). */
@@ -206,22 +293,30 @@ class Raft implements RaftCore {
   private earlyOutbox: Message[] = [];
   private outbox: Message[] = [];
   private readStates: ReadState[] = [];
+  private membershipAnswers: MembershipAnswer[] = [];
   private persistedHardState: HardState;
+  /**
+   * A term known durable: the restored one, or the term of an entry the driver reported
+   * durable (storage makes a term durable before any entry of it, storage.ts).
+   */
+  private durableTerm = 0;
   private reportedSoftState: SoftState = { role: 'follower', leader: null };
   private readyOutstanding = false;
 
   constructor(config: RaftConfig, restored: Restored) {
     this.config = config;
     this.id = config.id;
-    this.voters = [...config.voters].sort();
     this.prng = createPrng(config.seed);
-    const meta = restored.snapshot ?? { index: 0, term: 0, timeMs: 0, voters: this.voters };
+    const meta = restored.snapshot ??
+      { index: 0, term: 0, timeMs: 0, ...bootstrapConfiguration(config.voters, config.peers) };
     this.log = new RaftLog(meta, restored.entries, restored.hardState.commitIndex);
+    this.refreshConfiguration();
     raftAssert(restored.hardState.term >= this.log.lastTerm(), 'hard state term below log');
     this.term = restored.hardState.term;
     this.votedFor = restored.hardState.votedFor;
     this.snapshotData = restored.snapshot === null ? null : restored.snapshotData;
     this.persistedHardState = restored.hardState;
+    this.durableTerm = restored.hardState.term;
     this.resetTimers();
   }
 
@@ -236,7 +331,7 @@ class Raft implements RaftCore {
     }
     this.electionElapsed++;
     // A single voter needs nobody's vote: it elects itself at once.
-    const due = this.voters.length === 1 || this.electionElapsed >= this.randomizedElectionTicks;
+    const due = this.isSoleVoter() || this.electionElapsed >= this.randomizedElectionTicks;
     if (due) {
       this.electionElapsed = 0;
       this.campaign(this.config.preVote ? 'preVote' : 'election');
@@ -266,11 +361,13 @@ class Raft implements RaftCore {
   }
 
   step(m: Message): void {
-    if (m.to !== this.id || m.from === this.id || !this.voters.includes(m.from)) {
+    // Not filtered by membership (thesis §4.1): a new member hears from a leader it does not
+    // know yet; what a stranger says never counts (votes, acknowledgements: voters only).
+    if (m.to !== this.id || m.from === this.id) {
       mark('step-ignores-foreign');
       return;
     }
-    if (m.type === 'propose' || m.type === 'readIndex' || m.type === 'readIndexResponse') {
+    if (isTermless(m)) {
       this.stepTermless(m);
       return;
     }
@@ -309,7 +406,7 @@ class Raft implements RaftCore {
   }
 
   transferLeadership(to: string): void {
-    if (this.role !== 'leader' || to === this.id || !this.voters.includes(to)) {
+    if (this.role !== 'leader' || to === this.id || !this.isVoter(to)) {
       mark('transfer-ignored');
       return;
     }
@@ -320,6 +417,30 @@ class Raft implements RaftCore {
     const pr = this.progress.get(to)!;
     if (pr.matchIndex === this.log.lastIndex()) this.sendTimeoutNow(to);
     else this.replicateTo(to, false);
+  }
+
+  proposeMembership(change: MembershipChange, requestId: number): MembershipProposeResult {
+    raftAssert(Number.isSafeInteger(requestId), 'requestId must be a safe integer');
+    if (this.role === 'leader') return this.leaderMembership(change);
+    if (this.leader === null) {
+      return refused('no-leader', 'no leader is known; retry once one is elected');
+    }
+    this.send({ type: 'membershipRequest', from: this.id, to: this.leader, term: 0, requestId,
+      change });
+    return { kind: 'forwarded' };
+  }
+
+  configuration(): IndexedConfiguration {
+    return this.log.configuration();
+  }
+
+  configurationAt(index: number): Configuration {
+    return this.log.configurationAt(index).config;
+  }
+
+  matchIndexOf(id: string): number | null {
+    if (this.role !== 'leader') return null;
+    return this.progress.get(id)?.matchIndex ?? null;
   }
 
   compact(meta: SnapshotMeta, data: Uint8Array): void {
@@ -398,7 +519,9 @@ class Raft implements RaftCore {
       case 'snapshotChunkResponse': return this.stepAtLeader(m);
       case 'propose':
       case 'readIndex':
-      case 'readIndexResponse': return this.stepTermless(m);
+      case 'readIndexResponse':
+      case 'membershipRequest':
+      case 'membershipResponse': return this.stepTermless(m);
       default: {
         const never: never = m;
         throw new Error(`raft: unknown message ${JSON.stringify(never)}`);
@@ -407,14 +530,24 @@ class Raft implements RaftCore {
   }
 
   private handlePreVote(from: string, term: number, lastIndex: number, lastTerm: number): void {
-    const granted = term > this.term && this.log.isUpToDate(lastIndex, lastTerm);
+    const granted = term > this.term && !this.knowsItWasRemoved() &&
+      this.log.isUpToDate(lastIndex, lastTerm);
     this.send({ type: 'preVoteResponse', from: this.id, to: from,
       term: granted ? term : this.term, granted });
   }
 
+  /**
+   * Votes are granted whatever this node's configuration says (thesis §4.1): a learner, or a
+   * node that has not even received the entry that added it, may already be a voter in the
+   * candidate's configuration, which alone decides whether the vote counts, and the cluster
+   * may need it (a promoted node that lost its unsynced log on a crash, say). The one
+   * exception: a node that knows it was removed never decides anything again.
+   */
   private handleVote(from: string, lastIndex: number, lastTerm: number): void {
     const canVote = this.votedFor === from || (this.votedFor === null && this.leader === null);
-    const granted = canVote && this.log.isUpToDate(lastIndex, lastTerm);
+    const removed = this.knowsItWasRemoved();
+    const granted = canVote && !removed && this.log.isUpToDate(lastIndex, lastTerm);
+    if (removed) mark('removed-member-denies-vote');
     if (granted) {
       this.votedFor = from;
       this.electionElapsed = 0;
@@ -429,10 +562,20 @@ class Raft implements RaftCore {
     // Pre-vote answers that grant carry the term asked about: ours plus one.
     const expectedTerm = pre && granted ? this.term + 1 : this.term;
     if (this.role !== expectedRole || term !== expectedTerm) return;
+    if (!this.isVoter(from)) {
+      // A learner's or a stranger's vote never counts.
+      mark('vote-from-non-voter-ignored');
+      return;
+    }
     if (!this.votes.has(from)) this.votes.set(from, granted);
     let yes = 0;
-    for (const vote of this.votes.values()) if (vote) yes++;
-    const result = voteResult(this.voters.length, yes, this.votes.size - yes);
+    let no = 0;
+    for (const [voter, vote] of this.votes) {
+      if (!this.isVoter(voter)) continue;
+      if (vote) yes++;
+      else no++;
+    }
+    const result = voteResult(this.voters.length, yes, no);
     if (result === 'won') {
       if (pre) this.campaign('election');
       else this.becomeLeader();
@@ -443,7 +586,8 @@ class Raft implements RaftCore {
 
   /** Starts a pre-vote, an election, or an election forced by TimeoutNow. */
   private campaign(kind: 'preVote' | 'election' | 'transfer'): void {
-    if (!this.voters.includes(this.id)) return;
+    // Learners, joining nodes and removed members never campaign (thesis §4.2.1, §4.2.2).
+    if (!this.isVoter(this.id)) return;
     const pre = kind === 'preVote';
     if (pre) {
       this.role = 'pre-candidate';
@@ -492,14 +636,15 @@ class Raft implements RaftCore {
     this.role = 'leader';
     this.setLeader(this.id);
     this.resetTimers();
+    raftAssert(this.isVoter(this.id), 'only a voter becomes leader');
     const next = this.log.lastIndex() + 1;
-    for (const voter of this.voters) {
+    for (const member of this.members) {
       const pr = new Progress(next);
-      if (voter === this.id) {
+      if (member === this.id) {
         pr.matchIndex = this.log.stableIndex;
         pr.recentActive = true;
       }
-      this.progress.set(voter, pr);
+      this.progress.set(member, pr);
     }
     // §5.4.2 / §8: an empty entry of the new term lets the leader commit (and serve reads).
     // Its stamp is the log's last, so stamps stay monotone across leader changes.
@@ -523,17 +668,167 @@ class Raft implements RaftCore {
     this.votes = new Map();
     this.leadTransferee = null;
     this.progress = new Map();
+    this.keepsRemoved = false;
+    this.retireAtTick = -1;
     this.uncommittedBytes = 0;
     this.broadcastPending = false;
   }
 
+  /** Check-quorum (thesis §6.2): voters heard from since the last round, this one included
+   *  only while it is a voter (a leader removing itself does not count itself, §4.2.2). */
   private quorumActive(): boolean {
     let active = 0;
-    for (const [voter, pr] of this.progress) {
-      if (voter === this.id || pr.recentActive) active++;
-      if (voter !== this.id) pr.recentActive = false;
+    for (const [member, pr] of this.progress) {
+      if (this.isVoter(member) && (member === this.id || pr.recentActive)) active++;
+      if (member !== this.id) pr.recentActive = false;
     }
     return voteResult(this.voters.length, active, 0) === 'won';
+  }
+
+  // ---- membership (thesis §4.1, §4.2) ------------------------------------------------------
+
+  private isVoter(id: string): boolean {
+    return this.voters.includes(id);
+  }
+
+  /** Listed by the configuration in effect, as a voter or a learner. */
+  private isMember(id: string): boolean {
+    return this.members.includes(id);
+  }
+
+  /** The configuration in effect lists this node among the removed. */
+  private knowsItWasRemoved(): boolean {
+    return this.log.configuration().config.removed.includes(this.id);
+  }
+
+  /** This node is the only voter: its own vote and acknowledgement are a majority. */
+  private isSoleVoter(): boolean {
+    return this.voters.length === 1 && this.voters[0] === this.id;
+  }
+
+  /**
+   * Takes the configuration in effect from the log after any change to it (an appended or
+   * overwritten `config` entry, a snapshot): it applies at once, committed or not (§4.1).
+   */
+  private refreshConfiguration(): void {
+    if (this.log.configChanges === this.seenConfigChanges) return;
+    this.seenConfigChanges = this.log.configChanges;
+    const { config } = this.log.configuration();
+    this.voters = config.voters;
+    this.members = [...config.voters, ...config.learners];
+    mark('configuration-changed');
+    if (this.role === 'leader') {
+      this.syncProgress();
+    } else if (this.role !== 'follower' && !this.isVoter(this.id)) {
+      // A candidate whose configuration no longer lists it as a voter stops campaigning.
+      this.becomeFollower(this.term, null);
+    }
+    if (this.leadTransferee !== null && !this.isVoter(this.leadTransferee)) {
+      mark('transfer-aborted');
+      this.leadTransferee = null;
+    }
+  }
+
+  /**
+   * Leader: one Progress per member (and itself). A member that the newest change removes
+   * keeps receiving the log until that change commits, and for one election timeout more,
+   * so it learns that it was removed (it stops asking for votes) and that the removal
+   * committed (it can answer the operator who asked it); it counts for nothing meanwhile.
+   */
+  private syncProgress(): void {
+    for (const id of this.members) {
+      if (this.progress.has(id)) continue;
+      this.progress.set(id, new Progress(this.log.lastIndex() + 1));
+      this.broadcastPending = true;
+    }
+    const { index } = this.log.configuration();
+    const retiring = this.retireAtTick < 0 || this.ticks < this.retireAtTick;
+    const previous = retiring && index > this.log.snapshot.index
+      ? this.log.configurationAt(index - 1).config : null;
+    let kept = false;
+    for (const id of [...this.progress.keys()]) {
+      if (id === this.id || this.isMember(id)) continue;
+      if (previous !== null && roleOf(previous, id) !== null) kept = true;
+      else this.progress.delete(id);
+    }
+    this.keepsRemoved = kept;
+    if (!kept) this.retireAtTick = -1;
+    else if (this.retireAtTick < 0 && index <= this.log.commitIndex) {
+      this.retireAtTick = this.ticks + this.config.electionTicks;
+    }
+  }
+
+  /** Leader side of `proposeMembership`: the rules of §4.1, then the entry. */
+  private leaderMembership(change: MembershipChange): MembershipResult {
+    if (this.leadTransferee !== null) {
+      return refused('transferring', 'leadership is being handed over; retry shortly');
+    }
+    const { index: configIndex, config } = this.log.configuration();
+    const commitIndex = this.log.commitIndex;
+    if (configIndex > commitIndex) {
+      return refused('change-in-progress', `the change at index ${configIndex} is not ` +
+        `committed yet (commit index ${commitIndex}): one change at a time`);
+    }
+    if (this.log.term(commitIndex) !== this.term) {
+      mark('membership-waits-for-term-commit');
+      return refused('term-not-committed', 'this leader has not committed an entry of its ' +
+        'own term yet; retry shortly');
+    }
+    const next = applyChange(config, change);
+    if (isRefused(next)) return refused(next.refusal, next.detail);
+    if (change.kind === 'promote') {
+      const behind = this.learnerBehind(change.id);
+      if (behind !== null) return refused('not-caught-up', behind);
+    }
+    const index = this.log.lastIndex() + 1;
+    const entry: Entry = { term: this.term, index, timeMs: this.log.lastTimeMs(), type: 'config',
+      data: encodeConfigEntry({ change, config: next }) };
+    this.log.appendAfter(index - 1, [entry]);
+    this.uncommittedBytes += entryBytes(entry);
+    this.broadcastPending = true;
+    this.refreshConfiguration();
+    mark('membership-proposed');
+    return { kind: 'proposed', index, term: this.term };
+  }
+
+  /** Null when learner `id` is caught up (PROMOTE_LAG_ENTRIES_MAX), else how far behind. */
+  private learnerBehind(id: string): string | null {
+    const pr = this.progress.get(id);
+    raftAssert(pr !== undefined, `learner ${id} has no progress`);
+    const commitIndex = this.log.commitIndex;
+    const behind = Math.max(0, commitIndex - pr.matchIndex);
+    const silentTicks = this.ticks - pr.lastHeardTick;
+    const caughtUp = pr.state === 'replicate' && behind <= PROMOTE_LAG_ENTRIES_MAX &&
+      pr.lastHeardTick >= 0 && silentTicks < this.config.electionTicks;
+    if (caughtUp) return null;
+    mark('promote-refused-behind');
+    const doing = pr.state === 'snapshot' ? 'it is receiving a snapshot'
+      : pr.state === 'probe' ? 'the leader is still finding where its log matches'
+        : silentTicks >= this.config.electionTicks ? `it has not answered for ${silentTicks} ticks`
+          : 'it is replicating';
+    return `${id} is ${behind} committed entries behind (it holds up to index ` +
+      `${pr.matchIndex}, the leader committed ${commitIndex}; at most ` +
+      `${PROMOTE_LAG_ENTRIES_MAX} may be missing): ${doing}`;
+  }
+
+  /**
+   * A leader that removed itself leads until the change commits, without counting itself
+   * (§4.2.2); then it hands leadership to a voter that holds its whole log (§3.10), so the
+   * cluster need not wait for an election timeout, and steps down for good.
+   */
+  private stepDownRemoved(): void {
+    mark('removed-leader-steps-down');
+    this.broadcastAppend();
+    let target: string | null = null;
+    for (const voter of this.voters) {
+      const pr = this.progress.get(voter);
+      if (pr !== undefined && pr.matchIndex === this.log.lastIndex()) {
+        target = voter;
+        break;
+      }
+    }
+    if (target !== null) this.sendTimeoutNow(target);
+    this.becomeFollower(this.term, null);
   }
 
   // ---- follower side of replication (§5.3, §7) ---------------------------------------------
@@ -549,15 +844,21 @@ class Raft implements RaftCore {
     this.electionElapsed = 0;
     switch (m.type) {
       case 'append':
-        return this.handleAppend(m.from, m.prevLogIndex, m.prevLogTerm, m.entries, m.commitIndex);
+        this.handleAppend(m.from, m.prevLogIndex, m.prevLogTerm, m.entries, m.commitIndex);
+        return this.refreshConfiguration();
       case 'heartbeat':
         this.log.commitTo(Math.min(m.commitIndex, this.log.lastIndex()));
         this.send({ type: 'heartbeatResponse', from: this.id, to: m.from, term: this.term,
           readContext: m.readContext });
         return;
       case 'snapshotChunk':
-        return this.handleSnapshotChunk(m.from, m.meta, m.offset, m.totalBytes, m.data);
+        this.handleSnapshotChunk(m.from, m.meta, m.offset, m.totalBytes, m.data);
+        return this.refreshConfiguration();
       case 'timeoutNow':
+        if (!this.isVoter(this.id)) {
+          mark('timeout-now-ignored-by-non-voter');
+          return;
+        }
         mark('timeout-now-campaign');
         return this.campaign('transfer');
       default:
@@ -629,7 +930,8 @@ class Raft implements RaftCore {
     }
     this.incoming = null;
     this.log.restore({ meta, data: whole });
-    // These bytes are what this node sends if it leads while its log starts after them.
+    // What we send a follower behind our log from now on: these bytes, not the older ones
+    // we restarted with, whose state is not the state at `meta.index`.
     this.snapshotData = whole;
     mark('snapshot-installed');
     reply(totalBytes);
@@ -639,8 +941,14 @@ class Raft implements RaftCore {
 
   private stepAtLeader(m: Message): void {
     if (this.role !== 'leader') return;
-    const pr = this.progress.get(m.from)!;
+    const pr = this.progress.get(m.from);
+    if (pr === undefined) {
+      // A removed member or a stranger: what it says never counts.
+      mark('answer-from-non-member-ignored');
+      return;
+    }
     pr.recentActive = true;
+    pr.lastHeardTick = this.ticks;
     switch (m.type) {
       case 'appendResponse':
         if (m.success) this.handleAppendSuccess(m.from, pr, m.matchIndex);
@@ -693,7 +1001,7 @@ class Raft implements RaftCore {
     // appends (or restarted) reject it, which sends us back to probing where it stands.
     if (pr.matchIndex < this.log.lastIndex()) this.replicateTo(from, true);
     if (readContext > 0) {
-      this.answerReads(this.reads.ack(from, readContext, this.voters.length));
+      this.answerReads(this.reads.ack(from, readContext, this.voters));
     }
   }
 
@@ -721,8 +1029,11 @@ class Raft implements RaftCore {
     return entries.length > 0;
   }
 
+  /** To every member but this one: learners receive the log like voters (§4.2.1). */
   private broadcastAppend(): void {
-    for (const voter of this.voters) if (voter !== this.id) this.replicateTo(voter, true);
+    for (const member of this.progress.keys()) {
+      if (member !== this.id) this.replicateTo(member, true);
+    }
   }
 
   private broadcastHeartbeat(): void {
@@ -736,14 +1047,21 @@ class Raft implements RaftCore {
     }
   }
 
-  /** §5.4.2: commit the quorum's index only if it holds an entry of the current term. */
+  /**
+   * §5.4.2: commit the quorum's index only if it holds an entry of the current term. The
+   * quorum is the voters of the configuration in effect; the leader's own copy counts only
+   * while it is one of them (§4.2.2).
+   */
   private maybeCommit(): boolean {
     const matches = this.voters.map((voter) => this.progress.get(voter)!.matchIndex);
     const quorumIndex = committedIndex(matches);
     if (quorumIndex <= this.log.commitIndex) return false;
     if (this.log.term(quorumIndex) !== this.term) {
-      mark('commit-waits-for-current-term');
-      return false;
+      if (this.config.testOnlyCommitWithoutCurrentTermRule !== true) {
+        mark('commit-waits-for-current-term');
+        return false;
+      }
+      mark('test-only-commit-of-earlier-term');
     }
     const previous = this.log.commitIndex;
     this.log.commitTo(quorumIndex);
@@ -874,9 +1192,31 @@ class Raft implements RaftCore {
           this.readStates.push({ requestId: m.requestId, readIndex: m.readIndex });
         }
         return;
+      case 'membershipRequest':
+        return this.answerMembershipRequest(m.from, m.requestId, m.change);
+      case 'membershipResponse': {
+        const result: MembershipResult = m.refusal === null
+          ? { kind: 'proposed', index: m.index, term: m.entryTerm }
+          : { kind: 'refused', refusal: m.refusal, detail: m.detail };
+        if (this.membershipAnswers.length < MEMBERSHIP_ANSWERS_MAX) {
+          this.membershipAnswers.push({ requestId: m.requestId, result });
+        }
+        return;
+      }
       default:
         throw new Error(`raft: ${m.type} is not a termless message`);
     }
+  }
+
+  /** A member forwarded a change: only the leader decides, and says what it decided. */
+  private answerMembershipRequest(from: string, requestId: number,
+    change: MembershipChange): void {
+    const result = this.role === 'leader' ? this.leaderMembership(change)
+      : refused('no-leader', `${this.id} is no longer the leader; retry`);
+    const accepted = result.kind === 'proposed';
+    this.send({ type: 'membershipResponse', from: this.id, to: from, term: 0, requestId,
+      index: accepted ? result.index : 0, entryTerm: accepted ? result.term : 0,
+      refusal: accepted ? null : result.refusal, detail: accepted ? '' : result.detail });
   }
 
   private leaderRead(read: PendingRead): void {
@@ -904,8 +1244,16 @@ class Raft implements RaftCore {
     this.answerReads(expired);
   }
 
+  /**
+   * A leader's appends may go out before its Ready is durable (§10.2.1), but never at a term
+   * not yet known durable: a sole voter elects itself in the same turn that raises its term,
+   * and a learner must not hold an entry of a term its leader could lose in a crash and then
+   * reuse for another entry at the same index. Those wait, like votes, for the fsync.
+   */
   private send(message: Message): void {
-    const box = isEarly(message) ? this.earlyOutbox : this.outbox;
+    const early = isEarly(message) && message.term <= this.durableTerm;
+    if (isEarly(message) && !early) mark('early-message-waits-for-term');
+    const box = early ? this.earlyOutbox : this.outbox;
     if (box.length >= OUTBOX_MESSAGES_MAX) {
       mark('outbox-full');
       return;
@@ -918,13 +1266,18 @@ class Raft implements RaftCore {
   /** Work batched per turn: one append per follower for all proposals, one read round. */
   private flushTurn(): void {
     if (this.role !== 'leader') return;
+    if (!this.isVoter(this.id) && this.log.configuration().index <= this.log.commitIndex) {
+      this.stepDownRemoved();
+      return;
+    }
+    if (this.keepsRemoved) this.syncProgress();
     if (this.broadcastPending) {
       this.broadcastPending = false;
       this.broadcastAppend();
     }
     if (!this.reads.hasQueued()) return;
     const context = this.reads.startRound(this.log.commitIndex, this.id);
-    if (this.voters.length === 1) {
+    if (this.isSoleVoter()) {
       this.answerReads(this.reads.completeAll());
       return;
     }
@@ -934,13 +1287,25 @@ class Raft implements RaftCore {
   }
 
   private hardState(): HardState {
-    return { term: this.term, votedFor: this.votedFor, commitIndex: this.log.commitIndex };
+    return { term: this.term, votedFor: this.votedFor, commitIndex: this.durableCommitIndex() };
+  }
+
+  /**
+   * The commit index written with the hard state: never past the entries known durable
+   * here. The hard state reaches the disk before the entries of its Ready (storage.ts), so
+   * a crash between them may keep it alone; had it claimed an index whose entry that Ready
+   * was overwriting, the node would restart and apply the old entry there. The commit index
+   * is volatile in Raft (Figure 2): what is written is only where to start applying.
+   */
+  private durableCommitIndex(): number {
+    return Math.min(this.log.commitIndex, Math.max(this.log.stableIndex,
+      this.persistedHardState.commitIndex));
   }
 
   private hardStateChanged(): boolean {
     const was = this.persistedHardState;
     return was.term !== this.term || was.votedFor !== this.votedFor ||
-      was.commitIndex !== this.log.commitIndex;
+      was.commitIndex !== this.durableCommitIndex();
   }
 
   private softStateChanged(): boolean {
@@ -952,7 +1317,8 @@ class Raft implements RaftCore {
     if (this.readyOutstanding) return false;
     const leaderWork = this.role === 'leader' && (this.broadcastPending || this.reads.hasQueued());
     return leaderWork || this.earlyOutbox.length > 0 || this.outbox.length > 0 ||
-      this.readStates.length > 0 || this.log.hasUnpersisted() ||
+      this.readStates.length > 0 || this.membershipAnswers.length > 0 ||
+      this.log.hasUnpersisted() ||
       this.log.pendingSnapshot !== null || this.log.hasNextCommitted() ||
       this.hardStateChanged() || this.softStateChanged();
   }
@@ -972,11 +1338,13 @@ class Raft implements RaftCore {
       messages: this.outbox,
       committedEntries,
       readStates: this.readStates,
+      membershipAnswers: this.membershipAnswers,
       softState: this.softStateChanged() ? { role: this.role, leader: this.leader } : null,
     };
     this.earlyOutbox = [];
     this.outbox = [];
     this.readStates = [];
+    this.membershipAnswers = [];
     this.readyOutstanding = true;
     return ready;
   }
@@ -994,6 +1362,7 @@ class Raft implements RaftCore {
 
   persisted(index: number, term: number): void {
     this.log.stableTo(index, term);
+    this.durableTerm = Math.max(this.durableTerm, term);
     if (this.role !== 'leader') return;
     // The leader's own copy counts toward commit only now that it is durable.
     const self = this.progress.get(this.id)!;

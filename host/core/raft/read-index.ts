@@ -2,7 +2,8 @@
  * Read-index bookkeeping (§6.4 of the thesis, §8 of the paper) for both sides:
  * - leader: reads wait until the leader has committed an entry of its term, then every read
  *   queued at one moment shares one heartbeat round; a round is confirmed when a majority
- *   (the leader included) answered a heartbeat carrying its context or a later one;
+ *   of the voters in effect (the leader included while it is one) answered a heartbeat
+ *   carrying its context or a later one;
  * - follower: reads asked of the leader, waiting for its answer.
  *
  * Pure: no I/O, no clock. Time is the core's tick count. Every queue is bounded; a read
@@ -93,16 +94,20 @@ export class ReadTracker {
 
   /**
    * Leader: `from` answered a heartbeat carrying `context`. Every round at or before the
-   * newest confirmed one completes: leadership was confirmed after all of them began.
+   * newest confirmed one completes: leadership was confirmed after all of them began. Only
+   * acknowledgements of `voters` (the configuration in effect now) count; a learner's or a
+   * removed member's never does.
    */
-  ack(from: string, context: number, voterCount: number): ReadAnswer[] {
-    const need = majority(voterCount);
+  ack(from: string, context: number, voters: readonly string[]): ReadAnswer[] {
+    const need = majority(voters.length);
     let confirmed = -1;
     for (let i = 0; i < this.rounds.length; i++) {
       const round = this.rounds[i]!;
       if (round.context > context) break;
       round.acks.add(from);
-      if (round.acks.size >= need) confirmed = i;
+      let counted = 0;
+      for (const id of round.acks) if (voters.includes(id)) counted++;
+      if (counted >= need) confirmed = i;
     }
     return this.completeThrough(confirmed);
   }

@@ -10,8 +10,9 @@
  *   2. a `snapshot`: first wait until every earlier write is durable, then persist it (and
  *      drop every log entry after its index: the log restarts after it) and restore the
  *      machine from it, before anything else of this Ready;
- *   3. apply `committedEntries` in order (they are durable here already); hand out
- *      `readStates` (serve a read once applied >= readIndex; -1: answer 503);
+ *   3. apply `committedEntries` in order (they are durable here already; a `config` entry
+ *      changes nothing in the machine: the core already uses it); hand out `readStates`
+ *      (serve a read once applied >= readIndex; -1: answer 503) and `membershipAnswers`;
  *   4. hand `entries` (they may overwrite a suffix) and `hardState` to storage, in order
  *      after every earlier Ready's;
  *   5. `advance(ready)`; the next Ready may be taken at once;
@@ -19,6 +20,7 @@
  *      and responses promise durable state, §5.1 / §5.2), in Ready order, then call
  *      `persisted(lastIndex, lastTerm)` for the last entry that fsync covered.
  */
+import type { MembershipRefusal } from './configuration.js';
 import type { Message } from './messages.js';
 import type { Entry, HardState, Role, Snapshot } from './types.js';
 
@@ -26,6 +28,20 @@ import type { Entry, HardState, Role, Snapshot } from './types.js';
 export interface ReadState {
   readonly requestId: number;
   readonly readIndex: number;
+}
+
+/**
+ * What became of a membership change: the `config` entry the leader appended (the change is
+ * done when that index commits with that term), or why it was refused.
+ */
+export type MembershipResult =
+  | { readonly kind: 'proposed'; readonly index: number; readonly term: number }
+  | { readonly kind: 'refused'; readonly refusal: MembershipRefusal; readonly detail: string };
+
+/** The leader's answer to a change this node forwarded under `requestId`. */
+export interface MembershipAnswer {
+  readonly requestId: number;
+  readonly result: MembershipResult;
 }
 
 /** Role and leader, reported when either changed. */
@@ -48,6 +64,8 @@ export interface Ready {
   /** Apply in order; every one is committed and already durable on this node. */
   readonly committedEntries: readonly Entry[];
   readonly readStates: readonly ReadState[];
+  /** Answers to membership changes this node forwarded to the leader. */
+  readonly membershipAnswers: readonly MembershipAnswer[];
   /** Present when role or leader changed. */
   readonly softState: SoftState | null;
 }

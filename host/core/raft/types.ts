@@ -4,8 +4,12 @@
  * Pure types: no I/O, no clock. Words follow the Raft paper (term, votedFor, commitIndex).
  */
 
-/** What a log entry carries. `empty` is the no-op a new leader commits first (§5.4.2, §8). */
-export type EntryType = 'normal' | 'empty';
+/**
+ * What a log entry carries. `empty` is the no-op a new leader commits first (§5.4.2, §8);
+ * `config` holds a whole cluster configuration, in effect from the moment it is appended
+ * (thesis §4.1; configuration.ts encodes it).
+ */
+export type EntryType = 'normal' | 'empty' | 'config';
 
 /**
  * One log entry. `index` starts at 1 and has no holes. `timeMs` is the leader's stamp at
@@ -17,7 +21,10 @@ export interface Entry {
   readonly index: number;
   readonly timeMs: number;
   readonly type: EntryType;
-  /** For `normal` entries: the driver's envelope around a machine command. Empty otherwise. */
+  /**
+   * `normal`: the driver's envelope around a machine command; `config`: an encoded
+   * configuration (configuration.ts); `empty`: no bytes.
+   */
   readonly data: Uint8Array;
 }
 
@@ -28,14 +35,41 @@ export interface HardState {
   readonly commitIndex: number;
 }
 
-/** Describes a snapshot: it covers every entry up to and including `index`. */
-export interface SnapshotMeta {
+/** How to reach one member over the peer link: `host:port`, or '' when not known. */
+export interface PeerEntry {
+  readonly id: string;
+  readonly address: string;
+}
+
+/**
+ * A cluster configuration (thesis §4): who votes, who only learns, how to reach each of
+ * them, and which ids were removed for good. Invariants (configuration.ts checks them):
+ * `voters` and `learners` are sorted, distinct and disjoint; `peers` has exactly one entry
+ * per voter and learner, sorted by id; `removed` holds none of them, oldest first.
+ */
+export interface Configuration {
+  /** Members whose votes and acknowledgements count (§5.2, §5.3). */
+  readonly voters: readonly string[];
+  /** Members that receive the log and snapshots but never vote nor count (thesis §4.2.1). */
+  readonly learners: readonly string[];
+  readonly peers: readonly PeerEntry[];
+  /**
+   * Ids removed from the cluster: never added again, because messages of the removed
+   * process may still be in flight under that id. At most REMOVED_IDS_MAX, oldest first.
+   */
+  readonly removed: readonly string[];
+}
+
+/**
+ * Describes a snapshot: it covers every entry up to and including `index`, and carries the
+ * configuration in effect at `index`, so a node restored from it knows every member and how
+ * to reach it.
+ */
+export interface SnapshotMeta extends Configuration {
   readonly index: number;
   readonly term: number;
   /** The stamp of the entry at `index`, so stamps stay monotone after a restore. */
   readonly timeMs: number;
-  /** The voting members at `index`. */
-  readonly voters: readonly string[];
 }
 
 export interface Snapshot {
