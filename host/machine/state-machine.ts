@@ -21,6 +21,10 @@ import {
   SAFE_INTEGER_MAX,
 } from './abi.js';
 import type { Entry } from '../core/raft/types.js';
+import {
+  decodeParseOutput, frameBytesMax, writeRequestFrame, type ParseOutcome, type RequestFrame,
+  type RequestLimits,
+} from './request.js';
 
 /** The wasm trapped (abort or unreachable): always a bug in the machine or the wrapper. */
 export class MachineTrapError extends Error {
@@ -90,6 +94,10 @@ interface Exports {
   nextExpiryMs(): number;
   isPaused(): number;
   structureBytes(): number;
+  setRequestLimits(maxValueBytes: number, maxKeyBytes: number, maxOpsPerCall: number,
+    maxKeysPerCall: number, prefixLimit: number, maxReadBytesLo: number,
+    maxReadBytesHi: number): number;
+  parseRequest(len: number): number;
 }
 
 let compiled: WasmModule | null = null;
@@ -398,5 +406,52 @@ export class StateMachine {
   /** Rows held; an expired row counts until a sweep removes it. */
   liveKeyCount(): number {
     return this.x.liveKeyCount();
+  }
+
+  /**
+   * Sets the limits `parseRequest` enforces (the node's QUEEN_KV_* settings), once at start.
+   * Throws a RangeError, changing nothing, when one is beyond what the machine's own command
+   * decoder accepts (abi.ts bounds), since every command the parser writes must apply.
+   */
+  setRequestLimits(limits: RequestLimits): void {
+    const order = ['maxValueBytes', 'maxKeyBytes', 'maxOpsPerCall', 'maxKeysPerCall',
+      'prefixLimit', 'maxReadBytes'] as const;
+    for (const name of order) {
+      const v = limits[name];
+      if (!Number.isSafeInteger(v) || v < 0 || (name !== 'maxReadBytes' && v > 0x7fffffff)) {
+        throw new RangeError(`setRequestLimits: ${name} must be an integer, got ${v}`);
+      }
+    }
+    const bad = this.x.setRequestLimits(limits.maxValueBytes, limits.maxKeyBytes,
+      limits.maxOpsPerCall, limits.maxKeysPerCall, limits.prefixLimit,
+      lo32(limits.maxReadBytes), hi32(limits.maxReadBytes));
+    if (bad !== 0) {
+      const name = order[bad - 1] ?? 'a limit';
+      throw new RangeError(`setRequestLimits: ${name} = ${limits[name as keyof RequestLimits]} ` +
+        'is beyond what the machine accepts');
+    }
+  }
+
+  /**
+   * Parses and validates one request inside the machine: the CMD_CALL command to log, or
+   * the 400/413 refusal validate.ts would give. Changes no state. Throws on a malformed
+   * frame (a bug in the caller).
+   */
+  parseRequest(frame: RequestFrame): ParseOutcome {
+    const max = frameBytesMax(frame);
+    const at = this.x.inputRegion(max);
+    const len = writeRequestFrame(new Uint8Array(this.x.memory.buffer, at, max), frame);
+    return this.parseInput(len);
+  }
+
+  /** parseRequest on frame bytes already encoded (tests, fuzzing, tools). */
+  parseRequestFrame(frame: Uint8Array): ParseOutcome {
+    this.input(frame.length).set(frame);
+    return this.parseInput(frame.length);
+  }
+
+  private parseInput(len: number): ParseOutcome {
+    const outLen = this.guard('parseRequest', () => this.x.parseRequest(len));
+    return decodeParseOutput(this.output(outLen));
   }
 }
