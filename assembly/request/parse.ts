@@ -26,13 +26,16 @@ import {
   F_NAMESPACE, F_KEY,
 } from './fields';
 import { validateList, listOpCount } from './list';
-import { noTenantFields, startOp, keyedOp } from './op';
 import {
-  isNamespace, writeNamespace, keyFromBytes, NAME_GET, NAME_PUT, NAME_DELETE,
+  noTenantFields, startOp, keyedOp, opWriteCode, opAux, opAuxLen,
+} from './op';
+import {
+  isNamespace, writeNamespace, keyFromBytes, NAME_GET, NAME_PUT, NAME_DELETE, nsOff, nsLen,
+  keyOff, keyLen,
 } from './keys';
 import { percentDecode } from './percent';
 import { startCommand, finishCommand, writeU8, writeU32, writeI64, writeString } from './command';
-import { resetWrites, writeCount } from './writes';
+import { resetWrites, writeCount, addWrite } from './writes';
 import { callGrowth } from './growth';
 import { maxOpsPerCall, maxKeysPerCall, maxReadBytes } from './limits';
 import {
@@ -137,7 +140,10 @@ function pathRoute(): bool {
   let keyLen = percentDecode(rawKeyPtr, rawKeyLen, decodeRoom(rawKeyLen));
   if (keyLen < 0) return refusePlain('kv_bad_key', 'the key is not valid percent-encoding');
   if (!keyFromBytes(decoded, keyLen, WHAT_PATH_KEY)) return false;
-  return keyedOp(name, flagsAt);
+  if (!keyedOp(name, flagsAt)) return false;
+  // The one op writes or not; there is nothing for it to collide with.
+  if (opWriteCode != 0) addWrite(opWriteCode, nsOff, nsLen, keyOff, keyLen, opAux, opAuxLen);
+  return true;
 }
 
 /** The CMD_CALL fields before the ops: shape, transaction id, flags, read ceiling, tenant. */

@@ -58,9 +58,10 @@ function isObject(value: unknown): value is Json {
 }
 
 /**
- * Parses a request body; anything but JSON is `kv_bad_body`, and so is JSON that nests
- * arrays and objects deeper than JSON_DEPTH_MAX levels (the root is level 1): every value
- * accepted can then be serialised without exhausting the stack.
+ * Parses a request body; anything but JSON is `kv_bad_body`, and so is a body whose text
+ * nests arrays and objects deeper than JSON_DEPTH_MAX levels (the root is level 1, and
+ * members a later duplicate shadows count too): every value accepted can then be serialised
+ * without exhausting the stack.
  */
 export function parseJsonBody(text: string): unknown {
   let body: unknown;
@@ -69,30 +70,40 @@ export function parseJsonBody(text: string): unknown {
   } catch {
     return badRequest('kv_bad_body', 'the body is not JSON');
   }
-  if (nestsDeeperThan(body, JSON_DEPTH_MAX)) {
+  if (nestsDeeperThan(text, JSON_DEPTH_MAX)) {
     return badRequest('kv_bad_body',
       `the body nests arrays and objects deeper than ${JSON_DEPTH_MAX} levels`);
   }
   return body;
 }
 
-/** True when `value` holds arrays or objects nested more than `levels` deep. Iterative. */
-function nestsDeeperThan(value: unknown, levels: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  const stack: object[] = [value];
-  const depths: number[] = [1];
-  while (stack.length > 0) {
-    const item = stack.pop() as object;
-    const depth = depths.pop() as number;
-    if (depth > levels) return true;
-    for (const child of Object.values(item)) {
-      if (typeof child === 'object' && child !== null) {
-        stack.push(child as object);
-        depths.push(depth + 1);
-      }
+/** True when the JSON text (already parsed, so well-formed) nests more than `levels` deep. */
+function nestsDeeperThan(text: string, levels: number): boolean {
+  // Each level takes an opening and a closing character.
+  if (text.length <= 2 * levels) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      i = closingQuote(text, i);
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > levels) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
     }
   }
   return false;
+}
+
+/** Index of the quote closing the string that opens at `open` (in well-formed JSON). */
+function closingQuote(text: string, open: number): number {
+  let at = text.indexOf('"', open + 1);
+  for (;;) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return at;
+    at = text.indexOf('"', at + 1);
+  }
 }
 
 /**
