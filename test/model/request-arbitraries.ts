@@ -353,13 +353,30 @@ const FIELD_NAMES = ['op', 'ns', 'key', 'keys', 'prefix', 'after', 'limit', 'key
 const STRAY_NAMES = ['foo', 'Op', '__proto__', 'constructor', 'valueOf', 'op ', '', 'namespace',
   'tenant', 'tenantId', '_tenant'];
 
+/** The fields each op reads, in no particular order: where two refusals can race. */
+const OWN_FIELDS: Record<string, string[]> = {
+  get: ['op', 'ns', 'key'],
+  getMany: ['op', 'ns', 'keys'],
+  getPrefix: ['op', 'ns', 'prefix', 'after', 'limit', 'keysOnly'],
+  put: ['op', 'ns', 'key', 'value', 'ttlSeconds', 'forever', 'expect', 'required'],
+  putIfAbsent: ['op', 'ns', 'key', 'value', 'ttlSeconds', 'forever', 'expect', 'required'],
+  delete: ['op', 'ns', 'key', 'expect', 'required'],
+  incr: ['op', 'ns', 'key', 'delta', 'min', 'max', 'ttlSeconds', 'forever', 'expect',
+    'required'],
+  check: ['op', 'ns', 'key', 'expect', 'required'],
+};
+
 /** One careless change to an op's members. */
 type Perturbation = { kind: 'set' | 'delete' | 'shadow'; name: string; value: JsonNode };
-const perturbation: fc.Arbitrary<Perturbation> = fc.record({
-  kind: fc.constantFrom('set', 'set', 'delete', 'shadow'),
-  name: fc.oneof(w(6, fc.constantFrom(...FIELD_NAMES)), w(1, fc.constantFrom(...STRAY_NAMES))),
+const perturbation = (op: string): fc.Arbitrary<Perturbation> => fc.record({
+  kind: fc.constantFrom('set', 'set', 'set', 'delete', 'shadow'),
+  name: fc.oneof(w(8, fc.constantFrom(...OWN_FIELDS[op]!)),
+    w(2, fc.constantFrom(...FIELD_NAMES)), w(1, fc.constantFrom(...STRAY_NAMES))),
   value: wildValue,
 });
+const perturbations = (op: string): fc.Arbitrary<Perturbation[]> => fc.oneof(
+  w(5, fc.constant<Perturbation[]>([])),
+  w(4, fc.array(perturbation(op), { minLength: 1, maxLength: 3 })));
 
 function perturb(members: Member[], p: Perturbation): Member[] {
   const named = (m: Member): boolean => typeof m[0] !== 'string' ? false : m[0] === p.name;
@@ -375,8 +392,7 @@ const opObject: fc.Arbitrary<JsonNode> = fc.constantFrom(...Object.keys(VALID))
     name === 'getMany' || name === 'getPrefix' ? fc.constant<Member[]>([])
       : member('key', validKey),
     VALID[name]!,
-    fc.oneof(w(5, fc.constant<Perturbation[]>([])),
-      w(3, fc.array(perturbation, { minLength: 1, maxLength: 2 }))),
+    perturbations(name),
   ))
   .chain(([a, b, c, d, ps]) => {
     let members: Member[] = [...a, ...b, ...c, ...d];
@@ -408,8 +424,26 @@ function frame(route: RequestFrame['route'], body: Uint8Array | null,
 }
 
 const simpleGet = obj([['op', str('get')], ['ns', str('a')], ['key', str('k')]]);
+/**
+ * Valid ops over two keys, for the rules of the call: one write per key, the keys a call
+ * names, the ops it holds.
+ */
+const racingOp: fc.Arbitrary<JsonNode> = fc.tuple(
+  fc.constantFrom('get', 'put', 'delete', 'incr', 'check', 'getMany', 'getPrefix'),
+  fc.constantFrom('k', 'k1'), fc.integer({ min: 1, max: 4 }),
+).map(([op, key, n]) => {
+  const head: Member[] = [['op', str(op)], ['ns', str('a')]];
+  if (op === 'getMany') return obj([...head, ['keys', arr(new Array(n).fill(str(key)))]]);
+  if (op === 'getPrefix') return obj([...head, ['prefix', str(key)], ['limit', num(n)]]);
+  const rest: Member[] = op === 'put' ? [['value', num(n)], ['forever', lit('true')]]
+    : op === 'incr' ? [['delta', num(n)], ['ttlSeconds', num(60)]]
+      : op === 'check' ? [['expect', num(0)]] : [];
+  return obj([...head, ['key', str(key)], ...rest]);
+});
+
 const opList = fc.oneof(
   w(20, fc.array(opNode, { maxLength: 6 })),
+  w(6, fc.array(racingOp, { minLength: 2, maxLength: 6 })),
   w(2, fc.array(opNode, { minLength: 60, maxLength: 70 })),
   // Around QUEEN_KV_MAX_OPS_PER_CALL (256), the bad op last.
   w(1, fc.tuple(fc.integer({ min: 254, max: 257 }), opNode)
@@ -464,8 +498,7 @@ const RAW_KEYS = ['k', 'a%2Fb', 'a/b/c', '%C3%A9', 'é', '%E0%80', '%ED%A0%80', 
   '%C3%A9'.repeat(257), ' ', '%20'];
 
 const pathBodyRoot: fc.Arbitrary<JsonNode> = fc.oneof(
-  w(10, fc.tuple(VALID['put']!, fc.oneof(w(5, fc.constant<Perturbation[]>([])),
-    w(3, fc.array(perturbation, { minLength: 1, maxLength: 2 }))))
+  w(10, fc.tuple(VALID['put']!, perturbations('put'))
     .map(([members, ps]) => {
       let list = members;
       for (const p of ps) list = perturb(list, p);

@@ -27,7 +27,7 @@ const RUNS = Number(process.env.RUNS ?? 1500);
 
 const DEFAULT_LIMITS = loadConfig({}, {}).limits;
 const SMALL_LIMITS: KvLimits = {
-  maxValueBytes: 64, maxKeyBytes: 16, maxOpsPerCall: 4, maxKeysPerCall: 8, prefixLimit: 5,
+  maxValueBytes: 64, maxKeyBytes: 16, maxOpsPerCall: 4, maxKeysPerCall: 3, prefixLimit: 5,
   maxReadBytes: 1000, maxBodyBytes: 1 << 20,
 };
 
