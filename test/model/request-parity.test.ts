@@ -25,6 +25,7 @@ import { mutate, mutation, requestFrame } from './request-arbitraries.js';
 const SEED = process.env.SEED !== undefined ? Number(process.env.SEED) : Date.now() % 2 ** 31;
 const RUNS = Number(process.env.RUNS ?? 1500);
 
+const TENANT = '00000000-0000-0000-0000-000000000001';
 const DEFAULT_LIMITS = loadConfig({}, {}).limits;
 const SMALL_LIMITS: KvLimits = {
   maxValueBytes: 64, maxKeyBytes: 16, maxOpsPerCall: 4, maxKeysPerCall: 3, prefixLimit: 5,
@@ -64,10 +65,19 @@ function describeFrame(frame: RequestFrame): string {
     (frame.rawKey ?? '').slice(0, 40)} query=${frame.hasQuery === true} body=${body}`;
 }
 
+/** Applies every command the parser writes: the machine must take each one as a call. */
+const applier = StateMachine.create();
+let appliedIndex = 0;
+
 function agree(m: StateMachine, limits: KvLimits, frame: RequestFrame): void {
   const want = comparable(referenceParse(frame, limits));
-  const got = comparable(m.parseRequest(frame));
-  expect(got, describeFrame(frame)).toEqual(want);
+  const outcome = m.parseRequest(frame);
+  expect(comparable(outcome), describeFrame(frame)).toEqual(want);
+  if (outcome.kind === 'command' && outcome.opCount > 0) {
+    appliedIndex++;
+    const applied = applier.apply(appliedIndex, 1000 * appliedIndex, outcome.command);
+    expect(applied.kind, describeFrame(frame)).toBe('call');
+  }
 }
 
 /** The decimal value of a number literal as `sign|digits|exponent` (0.digits x 10^exp). */
@@ -106,6 +116,29 @@ describe(`request parser parity with validate.ts (seed ${SEED})`, () => {
     const m = machineWith(SMALL_LIMITS);
     fc.assert(fc.property(requestFrame(true), (frame) => agree(m, SMALL_LIMITS, frame)),
       { seed: SEED + 1, numRuns: RUNS });
+  });
+
+  it('path keys of random percent-escapes (decodeURIComponent semantics)', () => {
+    const m = machineWith(DEFAULT_LIMITS);
+    const piece = fc.constantFrom('%', '%C3', '%A9', '%E0', '%80', '%zz', '%2F', 'a', 'é', '%00',
+      '%F0', '%9F', '%98', '%ED', '%A0', '%BF', '%C0', '%F4', '%8F', '%2', '%41', '%e2%82%ac');
+    fc.assert(fc.property(fc.array(piece, { minLength: 1, maxLength: 8 }),
+      fc.array(piece, { maxLength: 3 }), (key, ns) => agree(m, DEFAULT_LIMITS, {
+        route: 'path', method: 'GET', body: null, tenant: TENANT, requireGrant: false,
+        rawNs: 'a' + ns.join(''), rawKey: key.join(''),
+      })), { seed: SEED + 3, numRuns: RUNS });
+  });
+
+  it('strings of random bytes (Node replaces invalid UTF-8 with U+FFFD)', () => {
+    const m = machineWith(DEFAULT_LIMITS);
+    // Any byte but a quote, a backslash or a control byte: all of them stay inside the string.
+    const inside = fc.uint8Array({ minLength: 1, maxLength: 12 })
+      .map((b) => b.map((x) => (x < 0x20 || x === 0x22 || x === 0x5c ? x | 0x80 : x)));
+    fc.assert(fc.property(inside, inside, (key, value) => {
+      const body = Buffer.concat([Buffer.from('[{"op":"put","ns":"a","forever":true,"key":"'),
+        key, Buffer.from('","value":["'), value, Buffer.from('"]}]')]);
+      agree(m, DEFAULT_LIMITS, { route: 'batch', body, tenant: TENANT, requireGrant: false });
+    }), { seed: SEED + 4, numRuns: RUNS });
   });
 
   it('mutated bodies: truncated, flipped, inserted bytes', () => {
