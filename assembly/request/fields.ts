@@ -7,6 +7,9 @@
  */
 import { skipWs, valueEnd, plainRunAscii, QUOTE } from './scan';
 import { decodeString, strEnd } from './strings';
+import { NameTable, readName, NAME_BYTES_MAX } from './names';
+import { compactValue, valueOverflows, valueAfter } from './value';
+import { maxValueBytes } from './limits';
 
 // Field ids (index into the table).
 export const F_OP: i32 = 0;
@@ -35,17 +38,16 @@ export const F_KV: i32 = 22;
 const FIELD_COUNT: i32 = 23;
 
 /** Field names by id; the longest is 14 bytes. */
-const NAMES: StaticArray<string> = [
+const NAMES = new NameTable([
   'op', 'ns', 'key', 'keys', 'prefix', 'after', 'limit', 'keysOnly', 'value', 'ttlSeconds',
   'forever', 'expect', 'required', 'delta', 'min', 'max', 'tenant', 'tenantId', '_tenant',
   'namespace', 'operations', 'requiredLeases', 'kv',
-];
-const NAME_BYTES_MAX: i32 = 14;
+]);
 
 /** Value position of each field in the object walked last; 0 = absent. */
 const table: usize = heap.alloc(<usize>FIELD_COUNT << alignof<usize>());
-/** Decoded names of escaped members land here. */
-const nameScratch: usize = heap.alloc(<usize>NAME_BYTES_MAX + 1);
+/** Decoded names of escaped members land here (with room for a whole-word read). */
+const nameScratch: usize = heap.alloc(<usize>NAME_BYTES_MAX + 16);
 
 /** Position of the field's value in the last object walked, or 0 when absent. */
 // @ts-ignore: decorator
@@ -53,18 +55,10 @@ const nameScratch: usize = heap.alloc(<usize>NAME_BYTES_MAX + 1);
   return load<usize>(table + (<usize>id << alignof<usize>()));
 }
 
-function nameIs(p: usize, len: i32, id: i32): bool {
-  let name = unchecked(NAMES[id]);
-  if (name.length != len) return false;
-  for (let i = 0; i < len; i++) {
-    if (<u32>load<u8>(p + <usize>i) != <u32>name.charCodeAt(i)) return false;
-  }
-  return true;
-}
-
-/** The id of the field named by the bytes [p, p+len), or -1. */
-function fieldId(p: usize, len: i32): i32 {
-  if (len < 2 || len > NAME_BYTES_MAX) return -1;
+/** The id of the field named by the bytes [p, p+len) (`end` bounds reads), or -1. */
+function fieldId(p: usize, len: i32, end: usize): i32 {
+  if (len < 2 || len > 14) return -1;
+  readName(p, len, end);
   let c = <u32>load<u8>(p);
   // Candidates by first byte, so a name is compared with at most four known ones.
   let a = -1, b = -1, d = -1, e = -1;
@@ -82,10 +76,10 @@ function fieldId(p: usize, len: i32): i32 {
   else if (c == 0x64) a = F_DELTA;
   else if (c == 0x6d) { a = F_MIN; b = F_MAX; }
   else if (c == 0x5f) a = F_UNDERSCORE_TENANT;
-  if (a >= 0 && nameIs(p, len, a)) return a;
-  if (b >= 0 && nameIs(p, len, b)) return b;
-  if (d >= 0 && nameIs(p, len, d)) return d;
-  if (e >= 0 && nameIs(p, len, e)) return e;
+  if (a >= 0 && NAMES.is(a, len)) return a;
+  if (b >= 0 && NAMES.is(b, len)) return b;
+  if (d >= 0 && NAMES.is(d, len)) return d;
+  if (e >= 0 && NAMES.is(e, len)) return e;
   return -1;
 }
 
@@ -94,14 +88,38 @@ function memberId(p: usize, end: usize): i32 {
   let q = plainRunAscii(p + 1, end);
   if (<u32>load<u8>(q) == QUOTE) { // plain ASCII name: compare in place
     nameEnd = q + 1;
-    return fieldId(p + 1, <i32>(q - p - 1));
+    return fieldId(p + 1, <i32>(q - p - 1), end);
   }
   let len = decodeString(p, end, nameScratch, NAME_BYTES_MAX + 1);
   nameEnd = strEnd;
-  return len <= NAME_BYTES_MAX ? fieldId(nameScratch, len) : -1;
+  return len <= NAME_BYTES_MAX ? fieldId(nameScratch, len, nameScratch + 32) : -1;
 }
 
 let nameEnd: usize = 0;
+
+/**
+ * The compact text of the object's `value` member (the last one), made while walking past
+ * it, so a put's value is read once here instead of skipped, then read again. Holds up to
+ * maxValueBytes bytes; walkedValueLen is the full length, which may be more.
+ */
+let valueScratch: usize = 0;
+let valueScratchCap: i32 = 0;
+export let walkedValueLen: i32 = 0;
+export let walkedValueOverflows = false;
+
+export function walkedValue(): usize { return valueScratch; }
+
+function compactMember(p: usize, end: usize): usize {
+  let cap = maxValueBytes;
+  if (cap > valueScratchCap) {
+    valueScratch = valueScratch == 0 ? heap.alloc(<usize>cap) : heap.realloc(valueScratch,
+      <usize>cap);
+    valueScratchCap = cap;
+  }
+  walkedValueLen = compactValue(p, end, valueScratch, cap);
+  walkedValueOverflows = valueOverflows;
+  return valueAfter;
+}
 
 /**
  * Walks the object whose `{` is at p (accepted text), filling the table. Returns the
@@ -115,7 +133,7 @@ export function walkObject(p: usize, end: usize): usize {
     let id = memberId(p, end);
     p = skipWs(skipWs(nameEnd, end) + 1, end); // past the colon
     if (id >= 0) store<usize>(table + (<usize>id << alignof<usize>()), p);
-    p = skipWs(valueEnd(p, end), end);
+    p = skipWs(id == F_VALUE ? compactMember(p, end) : valueEnd(p, end), end);
     if (<u32>load<u8>(p) == 0x7d) return p + 1;
     p = skipWs(p + 1, end); // past the comma
   }

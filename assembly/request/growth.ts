@@ -7,7 +7,7 @@
  * change of the counter's text (exact for two small integers, the delta's length as an upper
  * bound otherwise, see docs/codec.md). The tenant may be unknown to the machine: no rows.
  */
-import { OP_PUT, OP_DELETE } from '../abi';
+import { OP_PUT, OP_DELETE, TENANT_BYTES_MAX } from '../abi';
 import { Row, rowFootprint, rowKeyLen, rowValueLen, rowValuePtr } from '../row';
 import { tree, tenants, tenantId, Tenant } from '../state';
 import { composeKey, keyScratch } from '../ops';
@@ -18,20 +18,28 @@ import {
 } from './writes';
 import { addressOf } from './command';
 
-/** The tenant array and id of the last lookup: most calls come from one tenant. */
+/**
+ * The last lookup: the tenant's bytes, the machine's tenant table and its size then, and the
+ * id found (-1: unknown). Most calls come from one tenant, so most lookups compare bytes
+ * instead of building a string. Tenants are only ever added (a restore replaces the table),
+ * so an unknown tenant stays unknown while the same table has the same size.
+ */
+const cachedName: usize = heap.alloc(<usize>TENANT_BYTES_MAX);
+let cachedNameLen: i32 = -1;
 let cachedTenants: Array<Tenant> | null = null;
+let cachedCount: i32 = 0;
 let cachedId: i32 = -1;
 
 /** The machine's id of the tenant named by [p, p+len), or -1 when it has none yet. */
 function tenantIdOf(p: usize, len: i32): i32 {
-  if (cachedTenants === tenants && cachedId >= 0) {
-    let name = unchecked(tenants[cachedId]).nameBytes;
-    if (name.byteLength == len && memory.compare(changetype<usize>(name), p, <usize>len) == 0) {
-      return cachedId;
-    }
-  }
+  let same = cachedTenants === tenants && cachedNameLen == len &&
+    memory.compare(cachedName, p, <usize>len) == 0;
+  if (same && (cachedId >= 0 || cachedCount == tenants.length)) return cachedId;
   let id = tenantId(String.UTF8.decodeUnsafe(p, <usize>len), false);
+  memory.copy(cachedName, p, <usize>len);
+  cachedNameLen = len;
   cachedTenants = tenants;
+  cachedCount = tenants.length;
   cachedId = id;
   return id;
 }

@@ -5,6 +5,8 @@
  * ^[a-z0-9][a-z0-9._-]{0,63}$. Keys are decoded straight into the command.
  */
 import { decodeString, strHasNul, strLoneSurrogate } from './strings';
+import { plainRunAscii } from './scan';
+import { NameTable, readName, NAME_BYTES_MAX } from './names';
 import { bodyEnd, isString } from './body';
 import { openString, commitString, writeString } from './command';
 import { maxKeyBytes } from './limits';
@@ -90,22 +92,22 @@ export const NAME_PUT_IF_ABSENT: i32 = 4;
 export const NAME_DELETE: i32 = 5;
 export const NAME_INCR: i32 = 6;
 export const NAME_CHECK: i32 = 7;
-const OP_NAMES: StaticArray<string> = [
+const OP_NAMES = new NameTable([
   'get', 'getMany', 'getPrefix', 'put', 'putIfAbsent', 'delete', 'incr', 'check',
-];
+]);
 
 /** The NAME_* of the `op` value at p, or -1 when it names no op (or is not a string). */
 export function opNameOf(p: usize): i32 {
   if (!isString(p)) return -1;
-  let len = decodeString(p, bodyEnd, scratch, NS_BYTES_MAX + 1);
-  for (let id = 0; id < OP_NAMES.length; id++) {
-    let name = unchecked(OP_NAMES[id]);
-    if (name.length != len) continue;
-    let same = true;
-    for (let i = 0; i < len && same; i++) {
-      same = <u32>load<u8>(scratch + <usize>i) == <u32>name.charCodeAt(i);
-    }
-    if (same) return id;
+  let q = plainRunAscii(p + 1, bodyEnd);
+  if (<u32>load<u8>(q) == 0x22) { // plain ASCII: compare in place
+    let len = <i32>(q - p - 1);
+    if (len > NAME_BYTES_MAX) return -1;
+    readName(p + 1, len, bodyEnd);
+    return OP_NAMES.find(len);
   }
-  return -1;
+  let len = decodeString(p, bodyEnd, scratch, NS_BYTES_MAX + 1);
+  if (len > NAME_BYTES_MAX) return -1;
+  readName(scratch, len, scratch + <usize>NS_BYTES_MAX + 1);
+  return OP_NAMES.find(len);
 }

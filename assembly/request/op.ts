@@ -10,8 +10,9 @@ import {
   FLAG_HAS_MAX, PREFIX_LIMIT_DEFAULT,
 } from '../abi';
 import {
-  field, walkObject, F_OP, F_NS, F_KEY, F_KEYS, F_PREFIX, F_AFTER, F_LIMIT, F_KEYS_ONLY,
-  F_VALUE, F_EXPECT, F_DELTA, F_MIN, F_MAX, F_TENANT, F_TENANT_ID, F_UNDERSCORE_TENANT,
+  field, walkObject, walkedValue, walkedValueLen, walkedValueOverflows, F_OP, F_NS, F_KEY,
+  F_KEYS, F_PREFIX, F_AFTER, F_LIMIT, F_KEYS_ONLY, F_VALUE, F_EXPECT, F_DELTA, F_MIN, F_MAX,
+  F_TENANT, F_TENANT_ID, F_UNDERSCORE_TENANT,
 } from './fields';
 import {
   bodyEnd, isObject, isArray, isNumber, isBoolean, isTrue, isNullish, isEmptyString,
@@ -23,7 +24,6 @@ import {
 } from './keys';
 import { readNumber, numClamp } from './numbers';
 import { strEnd } from './strings';
-import { compactValue, valueOverflows } from './value';
 import {
   readExpiry, readExpect, readRequired, writeDecimal, expiryForever, ttlSeconds,
   expectPresent, expectValue, requiredValue, decimalOff, decimalLen,
@@ -161,13 +161,15 @@ function put(name: i32, flagsAt: i32): bool {
     }
   } else if (!readExpect()) return false;
   if (!readRequired()) return false;
+  // The walk over the op's object compacted its value already (fields.ts).
   let cap = maxValueBytes;
-  let len = compactValue(field(F_VALUE), bodyEnd, openString(cap), cap);
-  if (valueOverflows) {
+  let len = walkedValueLen;
+  if (walkedValueOverflows) {
     return refuseAt('kv_bad_request',
       'the value holds a number too large for a double (it would be stored as null)');
   }
   if (len > cap) return refuseValueTooLarge(cap);
+  memory.copy(openString(len), walkedValue(), <usize>len);
   commitString(len);
   let hasExpect = ifAbsent || expectPresent;
   writeI64(ifAbsent ? 0 : expectValue);

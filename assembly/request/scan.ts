@@ -1,7 +1,8 @@
 /**
  * Byte primitives over JSON text in linear memory: whitespace, string ends, value ends and
  * UTF-8 sequences. Strings are scanned eight bytes at a time (SWAR: a u64 load and a few
- * arithmetic tests find the first byte that needs a look). Everything here reads between a
+ * arithmetic tests find the first byte that needs a look), sixteen at a time with wasm SIMD
+ * where sixteen bytes remain. Everything here reads between a
  * position and an `end` it is given, never past it; nothing allocates.
  */
 
@@ -12,6 +13,9 @@ const BACKSLASHES: u64 = 0x5c5c5c5c5c5c5c5c;
 const SPACES: u64 = 0x2020202020202020;
 /** Bit c set for the JSON whitespace bytes c: tab, LF, CR, space. */
 const WS_BITS: u64 = (<u64>1 << 0x20) | (<u64>1 << 0x09) | (<u64>1 << 0x0a) | (<u64>1 << 0x0d);
+
+/** Bytes of one SIMD step. */
+const LANES: usize = 16;
 
 export const QUOTE: u32 = 0x22;
 export const BACKSLASH: u32 = 0x5c;
@@ -31,7 +35,14 @@ export const BACKSLASH: u32 = 0x5c;
 @inline export function isWs(c: u32): bool { return c <= 0x20 && ((WS_BITS >> c) & 1) != 0; }
 
 /** The first non-whitespace position at or after p (end if none). */
-export function skipWs(p: usize, end: usize): usize {
+// @ts-ignore: decorator
+@inline export function skipWs(p: usize, end: usize): usize {
+  // Compact JSON is the usual case: the next byte is already significant.
+  if (p < end && <u32>load<u8>(p) > 0x20) return p;
+  return skipWsFrom(p, end);
+}
+
+function skipWsFrom(p: usize, end: usize): usize {
   while (p < end && isWs(<u32>load<u8>(p))) p++;
   return p;
 }
@@ -41,6 +52,13 @@ export function skipWs(p: usize, end: usize): usize {
  * none): the run before it is plain string text. Used by the syntax pass.
  */
 export function plainRunStrict(p: usize, end: usize): usize {
+  while (p + LANES <= end) {
+    let v = v128.load(p);
+    let m = i8x16.bitmask(v128.or(v128.or(i8x16.eq(v, i8x16.splat(0x22)),
+      i8x16.eq(v, i8x16.splat(0x5c))), i8x16.lt_u(v, i8x16.splat(0x20))));
+    if (m != 0) return p + <usize>ctz(m);
+    p += LANES;
+  }
   while (p + 8 <= end) {
     let v = load<u64>(p);
     let m = zeroBytes(v ^ QUOTES) | zeroBytes(v ^ BACKSLASHES) | controlBytes(v);
@@ -60,6 +78,13 @@ export function plainRunStrict(p: usize, end: usize): usize {
  * none): a run of plain ASCII that copies as it is. Used on text the syntax pass accepted.
  */
 export function plainRunAscii(p: usize, end: usize): usize {
+  while (p + LANES <= end) {
+    let v = v128.load(p);
+    let m = i8x16.bitmask(v128.or(v128.or(i8x16.eq(v, i8x16.splat(0x22)),
+      i8x16.eq(v, i8x16.splat(0x5c))), v));
+    if (m != 0) return p + <usize>ctz(m);
+    p += LANES;
+  }
   while (p + 8 <= end) {
     let v = load<u64>(p);
     let m = zeroBytes(v ^ QUOTES) | zeroBytes(v ^ BACKSLASHES) | (v & HIGHS);
@@ -76,6 +101,13 @@ export function plainRunAscii(p: usize, end: usize): usize {
 
 /** Like plainRunAscii but stops only at a quote or a backslash. */
 function plainRun(p: usize, end: usize): usize {
+  while (p + LANES <= end) {
+    let v = v128.load(p);
+    let m = i8x16.bitmask(v128.or(i8x16.eq(v, i8x16.splat(0x22)),
+      i8x16.eq(v, i8x16.splat(0x5c))));
+    if (m != 0) return p + <usize>ctz(m);
+    p += LANES;
+  }
   while (p + 8 <= end) {
     let v = load<u64>(p);
     let m = zeroBytes(v ^ QUOTES) | zeroBytes(v ^ BACKSLASHES);

@@ -93,13 +93,16 @@ function numberAfter(p: usize, end: usize): usize {
   return p;
 }
 
-/** The literal spelled by the 4 or 5 bytes of `word` at p: the position after it, or FAIL. */
-function literalAfter(p: usize, end: usize, word: string): usize {
-  let n = <usize>word.length;
-  if (end - p < n) return FAIL;
-  for (let i: usize = 0; i < n; i++) {
-    if (<u32>load<u8>(p + i) != <u32>word.charCodeAt(<i32>i)) return FAIL;
-  }
+/** `true`, `null`, `fals` as little-endian u32 words. */
+const TRUE_WORD: u32 = 0x65757274;
+const NULL_WORD: u32 = 0x6c6c756e;
+const FALS_WORD: u32 = 0x736c6166;
+
+/** The literal whose first four bytes are `word` (and then `tail`, if not 0) at p. */
+function literalAfter(p: usize, end: usize, word: u32, tail: u32): usize {
+  let n: usize = tail != 0 ? 5 : 4;
+  if (end - p < n || load<u32>(p) != word) return FAIL;
+  if (tail != 0 && <u32>load<u8>(p + 4) != tail) return FAIL;
   return p + n;
 }
 
@@ -107,9 +110,9 @@ function literalAfter(p: usize, end: usize, word: string): usize {
 function scalarAfter(p: usize, end: usize): usize {
   let c = <u32>load<u8>(p);
   if (c == QUOTE) return stringAfter(p, end);
-  if (c == 0x74) return literalAfter(p, end, 'true');
-  if (c == 0x66) return literalAfter(p, end, 'false');
-  if (c == 0x6e) return literalAfter(p, end, 'null');
+  if (c == 0x74) return literalAfter(p, end, TRUE_WORD, 0);
+  if (c == 0x66) return literalAfter(p, end, FALS_WORD, 0x65);
+  if (c == 0x6e) return literalAfter(p, end, NULL_WORD, 0);
   return numberAfter(p, end);
 }
 
