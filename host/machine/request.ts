@@ -76,6 +76,11 @@ const ROUTES = { batch: ROUTE_KV_BATCH, path: ROUTE_KV_PATH,
 const METHODS = { GET: METHOD_GET, PUT: METHOD_PUT, DELETE: METHOD_DELETE } as const;
 /** Fixed bytes of a frame: route, method, flags, four string lengths, the body length. */
 const FRAME_FIXED_BYTES = 3 + 4 * 4 + 4;
+/** Strings shorter than this are copied by hand when ASCII: cheaper than encodeInto. */
+const SHORT_STRING_CHARS = 64;
+/** Bytes of the PARSE_COMMAND header before the command. */
+const COMMAND_HEADER_BYTES = 18;
+const TWO_POW_32 = 4294967296;
 const utf8Encoder = new TextEncoder();
 
 /** The most bytes `frame` can take: a UTF-16 unit is at most 3 UTF-8 bytes. */
@@ -85,79 +90,104 @@ export function frameBytesMax(frame: RequestFrame): number {
     (frame.body?.length ?? 0);
 }
 
-function putString(target: Uint8Array, view: DataView, pos: number, s: string): number {
-  const { written } = utf8Encoder.encodeInto(s, target.subarray(pos + 4));
-  view.setUint32(pos, written, true);
-  return pos + 4 + written;
+function putU32(target: Uint8Array, pos: number, v: number): void {
+  target[pos] = v & 0xff;
+  target[pos + 1] = (v >>> 8) & 0xff;
+  target[pos + 2] = (v >>> 16) & 0xff;
+  target[pos + 3] = v >>> 24;
+}
+
+function putString(target: Uint8Array, pos: number, s: string): number {
+  const n = s.length;
+  const start = pos + 4;
+  if (n < SHORT_STRING_CHARS) {
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) break;
+      target[start + i] = c;
+    }
+    if (i === n) {
+      putU32(target, pos, n);
+      return start + n;
+    }
+  }
+  const { written } = utf8Encoder.encodeInto(s, target.subarray(start));
+  putU32(target, pos, written);
+  return start + written;
 }
 
 /**
- * Writes `frame` at the start of `target` (at least frameBytesMax(frame) bytes); returns the
- * frame's length.
+ * Writes `frame` into `target` at `at` (with frameBytesMax(frame) bytes of room there);
+ * returns the frame's length.
  */
-export function writeRequestFrame(target: Uint8Array, frame: RequestFrame): number {
-  const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
+export function writeRequestFrame(target: Uint8Array, at: number, frame: RequestFrame): number {
   const path = frame.route === 'path';
-  target[0] = ROUTES[frame.route];
-  target[1] = path && frame.method !== undefined ? METHODS[frame.method] : 0;
-  target[2] = (path && frame.hasQuery === true ? REQ_HAS_QUERY : 0) |
+  target[at] = ROUTES[frame.route];
+  target[at + 1] = path && frame.method !== undefined ? METHODS[frame.method] : 0;
+  target[at + 2] = (path && frame.hasQuery === true ? REQ_HAS_QUERY : 0) |
     (frame.body !== null ? REQ_HAS_BODY : 0) | (frame.requireGrant ? REQ_REQUIRE_GRANT : 0);
-  let pos = putString(target, view, 3, frame.tenant);
-  pos = putString(target, view, pos, path ? frame.rawNs ?? '' : '');
-  pos = putString(target, view, pos, path ? frame.rawKey ?? '' : '');
-  pos = putString(target, view, pos,
-    frame.route === 'transaction' ? frame.transactionId ?? '' : '');
+  let pos = putString(target, at + 3, frame.tenant);
+  pos = putString(target, pos, path ? frame.rawNs ?? '' : '');
+  pos = putString(target, pos, path ? frame.rawKey ?? '' : '');
+  pos = putString(target, pos, frame.route === 'transaction' ? frame.transactionId ?? '' : '');
   const body = frame.body;
-  view.setUint32(pos, body?.length ?? 0, true);
+  putU32(target, pos, body?.length ?? 0);
   pos += 4;
   if (body !== null) {
     target.set(body, pos);
     pos += body.length;
   }
-  return pos;
+  return pos - at;
 }
 
 /** A frame as standalone bytes (tests and tools; the hot path writes into wasm memory). */
 export function encodeRequestFrame(frame: RequestFrame): Uint8Array {
   const target = new Uint8Array(frameBytesMax(frame));
-  return target.subarray(0, writeRequestFrame(target, frame));
+  return target.subarray(0, writeRequestFrame(target, 0, frame));
 }
 
-const TWO_POW_32 = 4294967296;
+function getU32(bytes: Uint8Array, pos: number): number {
+  return (bytes[pos]! | (bytes[pos + 1]! << 8) | (bytes[pos + 2]! << 16)) +
+    bytes[pos + 3]! * 0x1000000;
+}
 
-function readString(bytes: Uint8Array, view: DataView, pos: number): [string, number] {
-  const n = view.getUint32(pos, true);
+function readString(bytes: Uint8Array, pos: number, end: number): [string, number] {
+  const n = getU32(bytes, pos);
   const start = pos + 4;
-  if (start + n > bytes.length) throw new Error('parseRequest output: string past the end');
+  if (start + n > end) throw new Error('parseRequest output: string past the end');
   return [Buffer.from(bytes.buffer, bytes.byteOffset + start, n).toString('utf8'), start + n];
 }
 
 /**
- * Decodes the parser's output. A PARSE_INVALID output (a malformed frame: a bug in the
- * host) throws.
+ * Decodes the parser's output, `len` bytes at `at` of `bytes`. A PARSE_INVALID output (a
+ * malformed frame: a bug in the host) throws.
  */
-export function decodeParseOutput(bytes: Uint8Array): ParseOutcome {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const kind = view.getUint8(0);
+export function decodeParseOutput(bytes: Uint8Array, at = 0,
+  len = bytes.length - at): ParseOutcome {
+  const kind = bytes[at];
+  const end = at + len;
   if (kind === PARSE_COMMAND) {
-    const lo = view.getUint32(6, true);
-    const hi = view.getInt32(10, true);
-    const growthBytes = hi * TWO_POW_32 + lo;
-    const commandLen = view.getUint32(14, true);
-    if (18 + commandLen !== bytes.length) throw new Error('parseRequest output: bad length');
+    const lo = getU32(bytes, at + 6);
+    const hi = getU32(bytes, at + 10) | 0;
+    const commandLen = getU32(bytes, at + 14);
+    if (COMMAND_HEADER_BYTES + commandLen !== len) {
+      throw new Error('parseRequest output: bad length');
+    }
     return {
-      kind: 'command', hasWrites: view.getUint8(1) === 1, opCount: view.getUint32(2, true),
-      growthBytes, command: bytes.slice(18),
+      kind: 'command', hasWrites: bytes[at + 1] === 1, opCount: getU32(bytes, at + 2),
+      growthBytes: hi * TWO_POW_32 + lo,
+      command: bytes.slice(at + COMMAND_HEADER_BYTES, end),
     };
   }
   if (kind === PARSE_REFUSED) {
-    const status = view.getUint16(1, true);
-    const [reason, at] = readString(bytes, view, 3);
-    const [detail] = readString(bytes, view, at);
+    const status = bytes[at + 1]! | (bytes[at + 2]! << 8);
+    const [reason, next] = readString(bytes, at + 3, end);
+    const [detail] = readString(bytes, next, end);
     return { kind: 'refused', status, reason, detail };
   }
   if (kind === PARSE_INVALID) {
-    throw new Error(`parseRequest: malformed request frame: ${readString(bytes, view, 1)[0]}`);
+    throw new Error(`parseRequest: malformed request frame: ${readString(bytes, at + 1, end)[0]}`);
   }
   throw new Error(`parseRequest output: unknown kind ${kind}`);
 }

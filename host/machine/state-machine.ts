@@ -438,10 +438,8 @@ export class StateMachine {
    * frame (a bug in the caller).
    */
   parseRequest(frame: RequestFrame): ParseOutcome {
-    const max = frameBytesMax(frame);
-    const at = this.x.inputRegion(max);
-    const len = writeRequestFrame(new Uint8Array(this.x.memory.buffer, at, max), frame);
-    return this.parseInput(len);
+    const at = this.x.inputRegion(frameBytesMax(frame));
+    return this.parseInput(writeRequestFrame(this.wasmBytes(), at, frame));
   }
 
   /** parseRequest on frame bytes already encoded (tests, fuzzing, tools). */
@@ -450,8 +448,27 @@ export class StateMachine {
     return this.parseInput(frame.length);
   }
 
+  /** A view of all of wasm memory, made again only when memory grew (the old one detached). */
+  private wasmBytes(): Uint8Array {
+    const buffer = this.x.memory.buffer;
+    if (this.memoryView.buffer !== buffer) this.memoryView = new Uint8Array(buffer);
+    return this.memoryView;
+  }
+
+  private memoryView = new Uint8Array(0);
+
+  /** The hot path of every request: no closure, no view but the cached one. */
   private parseInput(len: number): ParseOutcome {
-    const outLen = this.guard('parseRequest', () => this.x.parseRequest(len));
-    return decodeParseOutput(this.output(outLen));
+    let outLen: number;
+    try {
+      outLen = this.x.parseRequest(len);
+    } catch (err) {
+      if (err instanceof MachineTrapError) throw err;
+      if (err instanceof Wasm.RuntimeError) {
+        throw new MachineTrapError(`machine trapped in parseRequest: ${err.message}`);
+      }
+      throw err;
+    }
+    return decodeParseOutput(this.wasmBytes(), this.x.outputRegion(), outLen);
   }
 }
