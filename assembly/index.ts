@@ -22,6 +22,8 @@ import {
 import { EXPIRES_NEVER } from './row';
 import { runCall, emitInvalid } from './call';
 import { writeSnapshot, readSnapshot, writeDigest, readQuota } from './snapshot';
+import { setLimits } from './request/limits';
+import { parseRequestFrame } from './request/parse';
 
 function join(lo: i32, hi: i32): i64 {
   return (<i64>hi << 32) | (<i64>lo & 0xffffffff);
@@ -281,4 +283,23 @@ export function structureBytes(): i32 {
   resetOutput();
   putI64(stateBytes());
   return <i32>outputLen;
+}
+
+/**
+ * Sets the receiving node's request limits (QUEEN_KV_*), once at start; the read ceiling
+ * comes as two i32 halves. Returns 0, or the 1-based position of the first limit out of the
+ * range the machine accepts (nothing changes then).
+ */
+export function setRequestLimits(maxValueBytes: i32, maxKeyBytes: i32, maxOpsPerCall: i32,
+  maxKeysPerCall: i32, prefixLimit: i32, maxReadBytesLo: i32, maxReadBytesHi: i32): i32 {
+  return setLimits(maxValueBytes, maxKeyBytes, maxOpsPerCall, maxKeysPerCall, prefixLimit,
+    join(maxReadBytesLo, maxReadBytesHi));
+}
+
+/**
+ * Parses and validates the request frame in the input region (docs/codec.md, "Requests")
+ * into a CMD_CALL command or a refusal; changes no state. Returns the output length.
+ */
+export function parseRequest(len: i32): i32 {
+  return parseRequestFrame(len);
 }

@@ -9,6 +9,10 @@
 import type { DecimalText, Expiry, KvCall, KvOp, QuotaSettings } from '../machine/commands.js';
 import { isWriteOp } from '../machine/commands.js';
 import type { KvLimits } from '../node/config.js';
+import {
+  JSON_DEPTH_MAX, PREFIX_LIMIT_DEFAULT, TRANSACTION_KEYS_MAX, TRANSACTION_OPS_MAX,
+  TTL_SECONDS_MAX,
+} from '../machine/abi.js';
 import { toDecimalText } from './decimal-text.js';
 import { badRequest, isKvError, KvError, tooLarge } from './errors.js';
 
@@ -16,17 +20,12 @@ import { badRequest, isKvError, KvError, tooLarge } from './errors.js';
 const NAMESPACE_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** A UTF-16 surrogate without its pair: such a key has no UTF-8 spelling. */
 const LONE_SURROGATE_PATTERN = /\p{Cs}/u;
-/** `getPrefix.limit` when the client names none (kv-routes.md). */
-export const PREFIX_LIMIT_DEFAULT = 100;
-/** The transaction wire holds at most this many KV operations (kv-concepts.md). */
-export const TRANSACTION_OPS_MAX = 64;
-/** ... over at most this many keys. */
-export const TRANSACTION_KEYS_MAX = 256;
-/**
- * The longest TTL accepted. An entry stamped before year 3000 plus this many seconds is
- * still before year 10000, so `expiresAt` always has a four-digit ISO-8601 year.
- */
-export const TTL_SECONDS_MAX = 220_898_620_800;
+// The bounds below are shared with the machine's request parser (assembly/request/), which
+// must decide exactly what this file decides: one definition, in the ABI.
+export {
+  JSON_DEPTH_MAX, PREFIX_LIMIT_DEFAULT, TRANSACTION_KEYS_MAX, TRANSACTION_OPS_MAX,
+  TTL_SECONDS_MAX,
+};
 /** Fields that name the tenant, which only the server resolves (kv-routes.md). */
 const TENANT_FIELDS = ['tenant', 'tenantId', '_tenant'] as const;
 /** Fields a path route takes from its URL and refuses in its body. */
@@ -58,12 +57,52 @@ function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Parses a request body; anything but JSON is `kv_bad_body`. */
+/**
+ * Parses a request body; anything but JSON is `kv_bad_body`, and so is a body whose text
+ * nests arrays and objects deeper than JSON_DEPTH_MAX levels (the root is level 1, and
+ * members a later duplicate shadows count too): every value accepted can then be serialised
+ * without exhausting the stack.
+ */
 export function parseJsonBody(text: string): unknown {
+  let body: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    body = JSON.parse(text) as unknown;
   } catch {
     return badRequest('kv_bad_body', 'the body is not JSON');
+  }
+  if (nestsDeeperThan(text, JSON_DEPTH_MAX)) {
+    return badRequest('kv_bad_body',
+      `the body nests arrays and objects deeper than ${JSON_DEPTH_MAX} levels`);
+  }
+  return body;
+}
+
+/** True when the JSON text (already parsed, so well-formed) nests more than `levels` deep. */
+function nestsDeeperThan(text: string, levels: number): boolean {
+  // Each level takes an opening and a closing character.
+  if (text.length <= 2 * levels) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      i = closingQuote(text, i);
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > levels) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** Index of the quote closing the string that opens at `open` (in well-formed JSON). */
+function closingQuote(text: string, open: number): number {
+  let at = text.indexOf('"', open + 1);
+  for (;;) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return at;
+    at = text.indexOf('"', at + 1);
   }
 }
 

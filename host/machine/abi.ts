@@ -101,3 +101,53 @@ export const NEXT_EXPIRY_NONE = -1;
 
 // Snapshot framing.
 export const SNAPSHOT_MAGIC = 0x4b564948; // "HIVK" little-endian
+
+// ---- The request parser (docs/codec.md, "Requests") ----
+
+/** Deepest nesting of arrays and objects a request body may have (the root counts as 1). */
+export const JSON_DEPTH_MAX = 512;
+/**
+ * Most digits after the point an incr operand (`delta`, `min`, `max`) may have once written
+ * exactly; a literal beyond it (`1e-2000`) is refused rather than rounded.
+ */
+export const OPERAND_FRACTION_DIGITS_MAX = 1000;
+/** `getPrefix.limit` when the client names none (kv-routes.md). */
+export const PREFIX_LIMIT_DEFAULT = 100;
+/** The transaction wire holds at most this many KV operations (kv-concepts.md)... */
+export const TRANSACTION_OPS_MAX = 64;
+/** ... over at most this many keys. */
+export const TRANSACTION_KEYS_MAX = 256;
+/**
+ * The longest TTL accepted. An entry stamped before year 3000 plus this many seconds is
+ * still before year 10000, so `expiresAt` always has a four-digit ISO-8601 year.
+ */
+export const TTL_SECONDS_MAX = 220898620800;
+
+// Routes of a request frame (its first byte).
+/** `POST /api/v1/kv`. */
+export const ROUTE_KV_BATCH = 1;
+/** `GET|PUT|DELETE /api/v1/kv/:ns/*key`. */
+export const ROUTE_KV_PATH = 2;
+/** `POST /api/v1/transaction`. */
+export const ROUTE_TRANSACTION = 3;
+
+// Methods of a path route (0 on the other routes).
+export const METHOD_GET = 1;
+export const METHOD_PUT = 2;
+export const METHOD_DELETE = 3;
+
+// Request flag bits.
+/** The path route's URL has a query string. */
+export const REQ_HAS_QUERY = 1;
+/** A body was sent (a path GET or DELETE usually has none). */
+export const REQ_HAS_BODY = 2;
+/** QUEEN_KV_REQUIRE_GRANT, copied into the command's call flags. */
+export const REQ_REQUIRE_GRANT = 4;
+
+// Output kinds of parseRequest.
+/** The request is a call: the output holds its CMD_CALL command. */
+export const PARSE_COMMAND = 1;
+/** The request is refused with a 400 or 413 envelope. */
+export const PARSE_REFUSED = 2;
+/** The frame itself is malformed: a bug in the host, never the client's doing. */
+export const PARSE_INVALID = 3;

@@ -21,6 +21,10 @@ import {
   SAFE_INTEGER_MAX,
 } from './abi.js';
 import type { Entry } from '../core/raft/types.js';
+import {
+  decodeParseOutput, frameBytesMax, writeRequestFrame, type ParseOutcome, type RequestFrame,
+  type RequestLimits,
+} from './request.js';
 
 /** The wasm trapped (abort or unreachable): always a bug in the machine or the wrapper. */
 export class MachineTrapError extends Error {
@@ -90,6 +94,10 @@ interface Exports {
   nextExpiryMs(): number;
   isPaused(): number;
   structureBytes(): number;
+  setRequestLimits(maxValueBytes: number, maxKeyBytes: number, maxOpsPerCall: number,
+    maxKeysPerCall: number, prefixLimit: number, maxReadBytesLo: number,
+    maxReadBytesHi: number): number;
+  parseRequest(len: number): number;
 }
 
 let compiled: WasmModule | null = null;
@@ -398,5 +406,69 @@ export class StateMachine {
   /** Rows held; an expired row counts until a sweep removes it. */
   liveKeyCount(): number {
     return this.x.liveKeyCount();
+  }
+
+  /**
+   * Sets the limits `parseRequest` enforces (the node's QUEEN_KV_* settings), once at start.
+   * Throws a RangeError, changing nothing, when one is beyond what the machine's own command
+   * decoder accepts (abi.ts bounds), since every command the parser writes must apply.
+   */
+  setRequestLimits(limits: RequestLimits): void {
+    const order = ['maxValueBytes', 'maxKeyBytes', 'maxOpsPerCall', 'maxKeysPerCall',
+      'prefixLimit', 'maxReadBytes'] as const;
+    for (const name of order) {
+      const v = limits[name];
+      if (!Number.isSafeInteger(v) || v < 0 || (name !== 'maxReadBytes' && v > 0x7fffffff)) {
+        throw new RangeError(`setRequestLimits: ${name} must be an integer, got ${v}`);
+      }
+    }
+    const bad = this.x.setRequestLimits(limits.maxValueBytes, limits.maxKeyBytes,
+      limits.maxOpsPerCall, limits.maxKeysPerCall, limits.prefixLimit,
+      lo32(limits.maxReadBytes), hi32(limits.maxReadBytes));
+    if (bad !== 0) {
+      const name = order[bad - 1] ?? 'a limit';
+      throw new RangeError(`setRequestLimits: ${name} = ${limits[name as keyof RequestLimits]} ` +
+        'is beyond what the machine accepts');
+    }
+  }
+
+  /**
+   * Parses and validates one request inside the machine: the CMD_CALL command to log, or
+   * the 400/413 refusal validate.ts would give. Changes no state. Throws on a malformed
+   * frame (a bug in the caller).
+   */
+  parseRequest(frame: RequestFrame): ParseOutcome {
+    const at = this.x.inputRegion(frameBytesMax(frame));
+    return this.parseInput(writeRequestFrame(this.wasmBytes(), at, frame));
+  }
+
+  /** parseRequest on frame bytes already encoded (tests, fuzzing, tools). */
+  parseRequestFrame(frame: Uint8Array): ParseOutcome {
+    this.input(frame.length).set(frame);
+    return this.parseInput(frame.length);
+  }
+
+  /** A view of all of wasm memory, made again only when memory grew (the old one detached). */
+  private wasmBytes(): Uint8Array {
+    const buffer = this.x.memory.buffer;
+    if (this.memoryView.buffer !== buffer) this.memoryView = new Uint8Array(buffer);
+    return this.memoryView;
+  }
+
+  private memoryView = new Uint8Array(0);
+
+  /** The hot path of every request: no closure, no view but the cached one. */
+  private parseInput(len: number): ParseOutcome {
+    let outLen: number;
+    try {
+      outLen = this.x.parseRequest(len);
+    } catch (err) {
+      if (err instanceof MachineTrapError) throw err;
+      if (err instanceof Wasm.RuntimeError) {
+        throw new MachineTrapError(`machine trapped in parseRequest: ${err.message}`);
+      }
+      throw err;
+    }
+    return decodeParseOutput(this.wasmBytes(), this.x.outputRegion(), outLen);
   }
 }

@@ -114,6 +114,21 @@ describe('validateKvBody refusals (WIRE.md, "Validation")', () => {
       'kv_bad_body']);
   });
 
+  it('refuses a body nested deeper than JSON_DEPTH_MAX (512) levels, however deep', () => {
+    const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
+    const put = (value: string): string =>
+      `[{"op":"put","ns":"a","key":"k","forever":true,"value":${value}}]`;
+    for (const depth of [511, 5000, 100_000]) {
+      expect(refusal(parseJsonBody(put(nested(depth))))).toEqual([400, 'kv_bad_request',
+        'kv_bad_body']);
+    }
+    // 510 inside the op inside the list: 512 in all.
+    expect(refusal(parseJsonBody(put(nested(510))))).toBe('ok');
+    // Brackets inside strings do not nest.
+    expect(refusal(parseJsonBody(put(`"${'['.repeat(600)}\\\"${'{'.repeat(600)}"`))))
+      .toBe('ok');
+  });
+
   it('refuses a tenant named beside the operations too', () => {
     expect(refusal({ tenant: T, operations: [] })).toEqual([400, 'kv_bad_request',
       'kv_tenant_not_an_input']);

@@ -1,0 +1,117 @@
+/**
+ * The growth estimate of a parsed call: how the state's byte total (rowFootprint of every
+ * row) would change if every write applied, looked up with the machine's own tree and key
+ * composition. put: the new row's footprint minus that of the row it replaces (live or
+ * expired: both still occupy memory until a write or a sweep removes them); delete: minus
+ * the row's footprint; incr: a new counter row's footprint when there is no row, else the
+ * change of the counter's text (exact for two small integers, the delta's length as an upper
+ * bound otherwise, see docs/codec.md). The tenant may be unknown to the machine: no rows.
+ */
+import { OP_PUT, OP_DELETE, TENANT_BYTES_MAX } from '../abi';
+import { Row, rowFootprint, rowKeyLen, rowValueLen, rowValuePtr } from '../row';
+import { tree, tenants, tenantId, Tenant } from '../state';
+import { composeKey, keyScratch } from '../ops';
+import { isJsonNumber } from '../decimal';
+import {
+  writeCount, writeCode, writeNsOff, writeNsLen, writeKeyOff, writeKeyLen, writeAux,
+  writeAuxLen,
+} from './writes';
+import { addressOf } from './command';
+
+/**
+ * The last lookup: the tenant's bytes, the machine's tenant table and its size then, and the
+ * id found (-1: unknown). Most calls come from one tenant, so most lookups compare bytes
+ * instead of building a string. Tenants are only ever added (a restore replaces the table),
+ * so an unknown tenant stays unknown while the same table has the same size.
+ */
+const cachedName: usize = heap.alloc(<usize>TENANT_BYTES_MAX);
+let cachedNameLen: i32 = -1;
+let cachedTenants: Array<Tenant> | null = null;
+let cachedCount: i32 = 0;
+let cachedId: i32 = -1;
+
+/** The machine's id of the tenant named by [p, p+len), or -1 when it has none yet. */
+function tenantIdOf(p: usize, len: i32): i32 {
+  let same = cachedTenants === tenants && cachedNameLen == len &&
+    memory.compare(cachedName, p, <usize>len) == 0;
+  if (same && (cachedId >= 0 || cachedCount == tenants.length)) return cachedId;
+  let id = tenantId(String.UTF8.decodeUnsafe(p, <usize>len), false);
+  memory.copy(cachedName, p, <usize>len);
+  cachedNameLen = len;
+  cachedTenants = tenants;
+  cachedCount = tenants.length;
+  cachedId = id;
+  return id;
+}
+
+function footprint(r: Row): i64 {
+  return rowFootprint(rowKeyLen(r), rowValueLen(r));
+}
+
+/** Digits (and sign) of v in decimal. */
+function decimalLength(v: i64): i32 {
+  let n = v < 0 ? 2 : 1;
+  let u = v < 0 ? -v : v;
+  while (u >= 10) { u /= 10; n++; }
+  return n;
+}
+
+/** |v| below 10^15 and written plainly: what incr's fast path takes. */
+function smallInteger(p: usize, len: i32): i64 {
+  let i = len > 0 && load<u8>(p) == 0x2d ? 1 : 0;
+  if (len - i < 1 || len - i > 15 || (len - i > 1 && load<u8>(p + <usize>i) == 0x30)) {
+    return i64.MIN_VALUE;
+  }
+  let v: i64 = 0;
+  for (let j = i; j < len; j++) {
+    let c = <u32>load<u8>(p + <usize>j) - 0x30;
+    if (c > 9) return i64.MIN_VALUE;
+    v = v * 10 + <i64>c;
+  }
+  return i == 1 ? -v : v;
+}
+
+/** The change in value bytes of an incr of `row` (live or expired) by the delta text. */
+function incrValueGrowth(row: Row, deltaPtr: usize, deltaLen: i32): i64 {
+  let curPtr = rowValuePtr(row);
+  let curLen = rowValueLen(row);
+  let cur = smallInteger(curPtr, curLen);
+  let delta = smallInteger(deltaPtr, deltaLen);
+  if (cur != i64.MIN_VALUE && delta != i64.MIN_VALUE) {
+    // Live, the counter becomes cur + delta; expired, it restarts at delta.
+    return <i64>max(decimalLength(cur + delta), deltaLen) - <i64>curLen;
+  }
+  // Not a number: only an expired row is replaced (by delta). A number: the sum of two
+  // canonical decimals is at most as long as both together.
+  if (!isJsonNumber(curPtr, curLen)) return <i64>deltaLen - <i64>curLen;
+  return <i64>deltaLen;
+}
+
+/** The growth estimate of the writes recorded for the call of tenant [p, p+len). */
+export function callGrowth(tenantPtr: usize, tenantLen: i32): i64 {
+  if (writeCount == 0) return 0;
+  let tid = tenantIdOf(tenantPtr, tenantLen);
+  let total: i64 = 0;
+  for (let r = 0; r < writeCount; r++) {
+    let nsLen = unchecked(writeNsLen[r]), keyLen = unchecked(writeKeyLen[r]);
+    let storeKeyLen = 5 + nsLen + keyLen;
+    let row: Row | null = null;
+    if (tid >= 0) {
+      let k = composeKey(tid, addressOf(unchecked(writeNsOff[r])), nsLen,
+        addressOf(unchecked(writeKeyOff[r])), keyLen);
+      row = tree.find(keyScratch, k);
+    }
+    let code = unchecked(writeCode[r]);
+    if (code == OP_PUT) {
+      total += rowFootprint(storeKeyLen, unchecked(writeAux[r]));
+      if (row != null) total -= footprint(row);
+    } else if (code == OP_DELETE) {
+      if (row != null) total -= footprint(row);
+    } else if (row == null) {
+      total += rowFootprint(storeKeyLen, unchecked(writeAuxLen[r]));
+    } else {
+      total += incrValueGrowth(row, addressOf(unchecked(writeAux[r])), unchecked(writeAuxLen[r]));
+    }
+  }
+  return total;
+}
