@@ -1,32 +1,34 @@
 /**
  * The HTTP server (hyper-express): reads a request, runs the guards in the refusal order of
- * WIRE.md, validates into a `KvCall`, asks the `KvService`, renders, and logs one line.
+ * the HTTP reference (docs/http.md), has the node parse a KV call's body into the command
+ * its log entry carries (the machine's parser, one pass over the bytes), submits it with the
+ * request's exchange as the sink, and sends the answer the machine rendered; one log line.
  *
  * The I/O edge of the HTTP layer: everything it decides comes from the pure modules beside
- * it (routes, validate, render, transaction, errors). It never lets a bad request crash the
+ * it (routes, validate, errors) or from the machine. It never lets a bad request crash the
  * process: an unexpected exception is a logged 500.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import HyperExpress from 'hyper-express';
 import type { Request, Response } from 'hyper-express';
-import type { KvCall } from '../machine/commands.js';
 import type { AnswerHeader } from '../machine/codec.js';
-import { isWriteOp } from '../machine/commands.js';
 import type { NodeConfig } from '../node/config.js';
-import type { CallSink, KvService, MembersService, Unavailable } from '../node/service.js';
-import { errorBody, isKvError, KvError, kvError, tooLarge, type Wire } from './errors.js';
+import type {
+  CallSink, KvService, MembersService, SubmittedCall, Unavailable,
+} from '../node/service.js';
+import type { PathMethod, RequestFrame } from '../machine/request.js';
+import {
+  badRequest, errorBody, isKvError, KvError, kvError, tooLarge, type Wire,
+} from './errors.js';
 import { answerOperator, type OperatorDeps } from './operator.js';
 import type {
   Access, Authenticator, AuthResult, RateLimiter, RequestLogger, RequestMetrics, TenantResolver,
 } from './guards.js';
 import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
+import { renderEmptyTransaction } from './transaction.js';
 import {
-  renderEmptyTransaction, validateTransactionBody,
-} from './transaction.js';
-import {
-  parseJsonBody, validateKvBody, validatePathCall, validateQuotaSettings, validateTenantSegment,
-  validateTimersBody, type PathMethod,
+  parseJsonBody, validateQuotaSettings, validateTenantSegment, validateTimersBody,
 } from './validate.js';
 
 export interface HttpDeps {
@@ -286,47 +288,47 @@ class HttpApp {
     if (!resolved.ok) return kvError('kv_bad_request', 'kv_bad_tenant', resolved.detail);
     const tenant = resolved.tenant;
     exchange.tenant = tenant;
-    const limits = this.deps.config.limits;
-    const pending = readBody(req, limits.maxBodyBytes);
+    const pending = readBodyBytes(req, this.deps.config.limits.maxBodyBytes);
     // Most path-route reads have no body: skip a microtask turn for them.
-    const text = typeof pending === 'object' && !(pending instanceof KvError) ? await pending
+    const body = typeof pending === 'object' && !(pending instanceof KvError) ? await pending
       : pending;
-    if (isKvError(text)) return text;
-    if (route.id === 'kvBatch') {
-      const call = validateKvBody(parseJsonBody(text ?? ''), tenant, limits);
-      if (isKvError(call)) return call;
-      if (call.ops.length === 0) return reply(EMPTY_RESULTS);
-      return this.submit(exchange, call, 'kv');
+    if (isKvError(body)) return body;
+    const frame = this.frameOf(exchange, route, req, tenant, body ?? null);
+    // Parsed and validated once, by the machine, into the bytes the log entry carries.
+    const parsed = this.deps.service.parse(frame);
+    if (parsed.kind === 'refused') {
+      return parsed.status === 413 ? tooLarge(parsed.reason, parsed.detail)
+        : badRequest(parsed.reason, parsed.detail);
     }
+    const wire: Wire = route.id === 'transaction' ? 'transaction' : 'kv';
+    if (parsed.opCount === 0 && wire === 'kv') return reply(EMPTY_RESULTS);
+    return this.submit(exchange, { tenant, hasWrites: parsed.hasWrites, command: parsed.command,
+      growthBytes: parsed.growthBytes, empty: parsed.opCount === 0,
+      transactionId: frame.transactionId ?? null }, wire);
+  }
+
+  private frameOf(exchange: Exchange, route: RouteMatch, req: Request, tenant: string,
+    body: Buffer | null): RequestFrame {
+    const requireGrant = this.deps.config.requireGrant;
+    if (route.id === 'kvBatch') return { route: 'batch', body, tenant, requireGrant };
     if (route.id === 'kvPath') {
       const slash = route.rest.indexOf('/');
-      const target = {
-        rawNs: route.rest.slice(0, slash),
-        rawKey: route.rest.slice(slash + 1),
-        query: req.path_query,
-      };
-      const body = text === undefined ? undefined : parseJsonBody(text);
-      const method = exchange.method as PathMethod;
-      const call = validatePathCall(method, target, body, tenant, limits);
-      if (isKvError(call)) return call;
-      return this.submit(exchange, call, 'kv');
+      return { route: 'path', method: exchange.method as PathMethod,
+        hasQuery: req.path_query !== undefined, body, tenant, requireGrant,
+        rawNs: route.rest.slice(0, slash), rawKey: route.rest.slice(slash + 1) };
     }
-    const call = validateTransactionBody(parseJsonBody(text ?? ''), tenant, limits,
-      randomUUID());
-    if (isKvError(call)) return call;
-    return this.submit(exchange, call, 'transaction');
+    return { route: 'transaction', body, tenant, requireGrant, transactionId: randomUUID() };
   }
 
   /**
    * Refusals decided here (pause, grant, rate), else hands the call to the node with the
    * exchange as its sink; in flight (for drain) until the node answers.
    */
-  private submit(exchange: Exchange, call: KvCall, wire: Wire): Answer | null {
+  private submit(exchange: Exchange, call: SubmittedCall & { readonly empty: boolean;
+    readonly transactionId: string | null }, wire: Wire): Answer | null {
     const refused = this.refuseBeforeLog(call, wire);
     if (refused !== null) return refused;
-    if (wire === 'transaction' && call.ops.length === 0) {
-      return reply(renderEmptyTransaction(call.transactionId ?? randomUUID()));
-    }
+    if (call.empty) return reply(renderEmptyTransaction(call.transactionId ?? randomUUID()));
     this.inFlight++;
     exchange.submitted = true;
     this.deps.service.submit(call, exchange);
@@ -337,19 +339,13 @@ class HttpApp {
    * Pause (503, 403 in the transaction wire), grant (403), rate (429), on this node's local
    * view; the log decides again at apply time (WIRE.md, "Refusals").
    */
-  private refuseBeforeLog(call: KvCall, wire: Wire): KvError | null {
+  private refuseBeforeLog(call: SubmittedCall, wire: Wire): KvError | null {
     const service = this.deps.service;
     if (service.isPausedLocally()) {
       return kvError('kv_disabled', 'kv_disabled', 'KV is paused by the operator',
         { wire, retryAfterSeconds: 1 });
     }
-    let hasWrite = false;
-    for (const op of call.ops) {
-      if (isWriteOp(op)) {
-        hasWrite = true;
-        break;
-      }
-    }
+    const hasWrite = call.hasWrites;
     const quota = service.quotaLocally(call.tenant);
     if (hasWrite && this.deps.config.requireGrant && (quota === null || !quota.enabled)) {
       return kvError('feature_gated', 'feature_gated',
@@ -507,18 +503,25 @@ function unavailable(result: { reason: string; detail: string;
  */
 function readBody(req: Request,
   maxBytes: number): undefined | KvError | Promise<string | KvError> {
+  const bytes = readBodyBytes(req, maxBytes);
+  return bytes === undefined || isKvError(bytes) ? bytes : bytes.then(utf8);
+}
+
+/** `readBody`'s bytes, as they came (the KV routes hand them to the machine's parser). */
+function readBodyBytes(req: Request,
+  maxBytes: number): undefined | KvError | Promise<Buffer | KvError> {
   const chunked = (req.headers['transfer-encoding'] ?? '').includes('chunked');
   if (!chunked) {
     const length = req.headers['content-length'];
     if (length === undefined || length === '0') return undefined;
     if (!(Number(length) <= maxBytes)) return bodyTooLarge(maxBytes);
-    return req.buffer().then(utf8);
+    return req.buffer();
   }
   return readChunked(req, maxBytes);
 }
 
-function utf8(buffer: Buffer): string {
-  return buffer.toString('utf8');
+function utf8(buffer: Buffer | KvError): string | KvError {
+  return isKvError(buffer) ? buffer : buffer.toString('utf8');
 }
 
 function bodyTooLarge(maxBytes: number): KvError {
@@ -545,8 +548,8 @@ function assertChunkedSeam(): void {
   }
 }
 
-function readChunked(req: Request, maxBytes: number): Promise<string | KvError> {
-  if (req.received) return Promise.resolve('');
+function readChunked(req: Request, maxBytes: number): Promise<Buffer | KvError> {
+  if (req.received) return Promise.resolve(Buffer.alloc(0));
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let receivedBytes = 0;
@@ -565,7 +568,7 @@ function readChunked(req: Request, maxBytes: number): Promise<string | KvError> 
       chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
       if (isLast) {
         settled = true;
-        resolve(Buffer.concat(chunks, receivedBytes).toString('utf8'));
+        resolve(Buffer.concat(chunks, receivedBytes));
       }
     };
     parser._body_parser_flush_buffered();

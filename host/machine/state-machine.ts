@@ -214,7 +214,18 @@ export class StateMachine {
    * during the sink's call, which must not call the machine.
    */
   readInto(call: KvCall, nowMs: number, sink: AnswerSink): void {
-    const r = this.runRead(call, nowMs);
+    this.answerInto(this.runRead(call, nowMs), sink);
+  }
+
+  /** `readInto` for a command already encoded (the parser's output). */
+  readCommandInto(command: Uint8Array, nowMs: number, sink: AnswerSink): void {
+    assertSafeTime(nowMs, 'nowMs');
+    this.input(command.length).set(command);
+    const len = this.guard('read', () => this.x.read(command.length, lo32(nowMs), hi32(nowMs)));
+    this.answerInto(new ByteReader(this.output(len)), sink);
+  }
+
+  private answerInto(r: ByteReader, sink: AnswerSink): void {
     const kind = r.u8();
     if (kind === OUT_INVALID) {
       sink.refused(r.str());

@@ -3,6 +3,7 @@
  * then defaults. Parsing is pure (flags and environment are passed in) so it is testable; a
  * bad setting is a `ConfigError` with a message an operator can act on at 3 a.m.
  */
+import { VALUE_BYTES_MAX } from '../machine/abi.js';
 import { isStatusUrl } from './status-frame.js';
 import {
   deriveClusterId, ID_PATTERN, parseClusterSecrets, type ClusterSecrets,
@@ -215,7 +216,8 @@ function clusterShape(flags: Flags, env: Env): ClusterShape {
 
 function kvLimits(env: Env): KvLimits {
   return {
-    maxValueBytes: intSetting(env, 'QUEEN_KV_MAX_VALUE_BYTES', 65_536, 1, 16 * 1024 * 1024),
+    // At most the machine's own VALUE_BYTES_MAX: a larger value could never be applied.
+    maxValueBytes: intSetting(env, 'QUEEN_KV_MAX_VALUE_BYTES', 65_536, 1, VALUE_BYTES_MAX),
     maxKeyBytes: intSetting(env, 'QUEEN_KV_MAX_KEY_BYTES', 512, 1, 4096),
     maxOpsPerCall: intSetting(env, 'QUEEN_KV_MAX_OPS_PER_CALL', 256, 1, 4096),
     maxKeysPerCall: intSetting(env, 'QUEEN_KV_MAX_KEYS_PER_CALL', 1024, 1,

@@ -113,6 +113,7 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
     snapshotEveryEntries: config.snapshotEveryEntries,
     snapshotEveryBytes: config.snapshotEveryBytes,
     clusterId,
+    requestLimits: config.limits,
   };
 }
 

@@ -38,12 +38,15 @@ import {
   encodeEnvelope, machineSnapshotOf, type Origin,
 } from './envelope.js';
 import type { AppliedEntrySink } from '../machine/state-machine.js';
+import type {
+  ParseOutcome, RequestFrame, RequestLimits,
+} from '../machine/request.js';
 import type { AnswerHeader } from '../machine/codec.js';
 import { Membership } from './membership.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
   CallSink, KvService, MembersResult, MembersService, MembersView, NodeHealth, QuotaView,
-  ServiceResult, Unavailable, UnavailableReason,
+  ServiceResult, SubmittedCall, Unavailable, UnavailableReason,
 } from './service.js';
 
 /** Entry bytes per append and bytes per snapshot chunk: the peer link's frame bound follows
@@ -84,6 +87,8 @@ export interface ReplicaOptions {
   readonly snapshotEveryBytes: number;
   /** Reported by `/health`; empty in tests that run no cluster. */
   readonly clusterId?: string;
+  /** The limits the machine's request parser enforces (the node's QUEEN_KV_* settings). */
+  readonly requestLimits?: RequestLimits;
 }
 
 export interface ReplicaDeps {
@@ -106,7 +111,8 @@ type Settle<T> = (result: ServiceResult<T>) => void;
 type WriteWaiter = CallSink & { applied?(): void };
 
 interface PendingWrite {
-  readonly command: Command;
+  /** The command the entry carries (docs/codec.md). */
+  readonly command: Uint8Array;
   readonly waiter: WriteWaiter;
   /** Scheduler time after which the caller gets a 503 (outcome unknown). */
   readonly deadlineMs: number;
@@ -127,10 +133,10 @@ interface PendingRead {
 /** A KV read call: answered straight from the machine into the caller's sink. */
 class CallRead implements PendingRead {
   readIndex = -1;
-  constructor(private readonly replica: Replica, private readonly call: KvCall,
+  constructor(private readonly replica: Replica, private readonly command: Uint8Array,
     private readonly sink: CallSink, readonly deadlineMs: number) {}
   serve(): void {
-    this.replica.answerRead(this.call, this.sink);
+    this.replica.answerRead(this.command, this.sink);
   }
   unavailable(result: Unavailable): void {
     this.sink.unavailable(result);
@@ -223,6 +229,7 @@ export class Replica implements KvService, MembersService {
   ) {
     this.origin = { nodeId: options.id, incarnation: options.incarnation };
     deps.machine.setOrigin(options.id, options.incarnation);
+    if (options.requestLimits !== undefined) deps.machine.setRequestLimits(options.requestLimits);
     this.membership = new Membership({
       selfId: options.id, peerLink: options.peerLink, bootstrapPeers: options.peers,
       tickMs: options.tickMs, electionTicks: options.electionTicks,
@@ -269,19 +276,22 @@ export class Replica implements KvService, MembersService {
 
   // ---------------------------------------------------------------- KvService
 
-  submit(call: KvCall, sink: CallSink): void {
-    const deadlineMs = this.deps.scheduler.nowMs() + this.options.requestTimeoutMs;
-    if (!call.ops.some(isWriteOp)) {
-      this.read(new CallRead(this, call, sink, deadlineMs));
-      return;
-    }
-    const flags = { requireGrant: this.options.requireGrant };
-    this.write({ kind: 'call', call, flags }, sink, deadlineMs);
+  parse(frame: RequestFrame): ParseOutcome {
+    return this.deps.machine.parseRequest(frame);
   }
 
-  /** Answers a read call from the machine now, into `sink` (a view of wasm memory). */
-  answerRead(call: KvCall, sink: CallSink): void {
-    this.deps.machine.readInto(call, this.readTimeMs(), sink);
+  submit(call: SubmittedCall, sink: CallSink): void {
+    const deadlineMs = this.deps.scheduler.nowMs() + this.options.requestTimeoutMs;
+    if (!call.hasWrites) {
+      this.read(new CallRead(this, call.command, sink, deadlineMs));
+      return;
+    }
+    this.write(call.command, sink, deadlineMs);
+  }
+
+  /** Answers a read command from the machine now, into `sink` (a view of wasm memory). */
+  answerRead(command: Uint8Array, sink: CallSink): void {
+    this.deps.machine.readCommandInto(command, this.readTimeMs(), sink);
   }
 
   setPaused(paused: boolean): Promise<ServiceResult<void>> {
@@ -293,7 +303,7 @@ export class Replica implements KvService, MembersService {
   }
 
   private operatorWrite(command: Command): Promise<ServiceResult<void>> {
-    return new Promise((resolve) => this.write(command, new SettleOnApply(resolve),
+    return new Promise((resolve) => this.write(encodeCommand(command), new SettleOnApply(resolve),
       this.deps.scheduler.nowMs() + this.options.requestTimeoutMs));
   }
 
@@ -409,7 +419,7 @@ export class Replica implements KvService, MembersService {
 
   // ---------------------------------------------------------------- requests
 
-  private write(command: Command, waiter: WriteWaiter, deadlineMs: number): void {
+  private write(command: Uint8Array, waiter: WriteWaiter, deadlineMs: number): void {
     const refusal = this.admissionRefusal(true);
     if (refusal !== null) {
       waiter.unavailable(refusal);
@@ -474,7 +484,7 @@ export class Replica implements KvService, MembersService {
 
   private proposeOrQueue(pending: PendingWrite): void {
     const seq = this.nextSeq++;
-    const data = encodeEnvelope(this.origin, seq, encodeCommand(pending.command));
+    const data = encodeEnvelope(this.origin, seq, pending.command);
     const result = this.core.propose(data, this.deps.scheduler.nowMs());
     if (result.kind === 'dropped') {
       this.nextSeq--;

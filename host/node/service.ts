@@ -7,7 +7,12 @@
  * HTTP maps to 503 `kv_unavailable` with `Retry-After`.
  */
 import type { MembershipChange, MembershipRefusal } from '../core/raft/configuration.js';
-import type { CallAnswer, KvCall, QuotaSettings, TenantUsage } from '../machine/commands.js';
+import type {
+  CallAnswer, CallFlags, KvCall, QuotaSettings, TenantUsage,
+} from '../machine/commands.js';
+import { isWriteOp } from '../machine/commands.js';
+import { encodeCommand } from '../machine/codec.js';
+import type { ParseOutcome, RequestFrame } from '../machine/request.js';
 import type { AnswerHeader } from '../machine/codec.js';
 
 export type UnavailableReason =
@@ -66,13 +71,26 @@ export interface CallSink {
   refused(detail: string): void;
 }
 
+/** A call parsed and validated into the command a log entry carries (or a read runs). */
+export interface SubmittedCall {
+  readonly tenant: string;
+  /** A put, delete or incr: the call goes through the log. */
+  readonly hasWrites: boolean;
+  /** The CMD_CALL bytes (docs/codec.md). */
+  readonly command: Uint8Array;
+  /** Estimated change of the state's byte total if every write applied (may be < 0). */
+  readonly growthBytes: number;
+}
+
 export interface KvService {
+  /** Parses and validates one request into its command, in the machine (a 400/413 else). */
+  parse(frame: RequestFrame): ParseOutcome;
   /**
    * Runs one validated call and tells `sink` how it ended, possibly before returning. A call
    * with any write goes through the log as one entry; a read-only call is a linearizable read
    * (read index, then a local read).
    */
-  submit(call: KvCall, sink: CallSink): void;
+  submit(call: SubmittedCall, sink: CallSink): void;
   /** Replicated operator switch (`POST /api/v1/system/kv-timers`). */
   setPaused(paused: boolean): Promise<ServiceResult<void>>;
   /** Replicated quota row (`PUT /api/v1/system/kv-quota/:tenant`). */
@@ -105,9 +123,21 @@ class SettlingSink implements CallSink {
   }
 }
 
-/** `submit` as a Promise of the answer (tests, the simulator, tools). */
-export function execute(service: KvService, call: KvCall): Promise<ServiceResult<CallAnswer>> {
-  return new Promise((resolve) => service.submit(call, new SettlingSink(resolve)));
+/**
+ * A typed call (tests, the simulator, tools) as the service runs it: encoded the way the
+ * parser would have written it.
+ */
+export function submittedCall(call: KvCall, flags: CallFlags = { requireGrant: false }):
+  SubmittedCall {
+  return { tenant: call.tenant, hasWrites: call.ops.some(isWriteOp),
+    command: encodeCommand({ kind: 'call', call, flags }), growthBytes: 0 };
+}
+
+/** `submit` of a typed call, as a Promise of the answer (tests, the simulator, tools). */
+export function execute(service: KvService, call: KvCall,
+  flags?: CallFlags): Promise<ServiceResult<CallAnswer>> {
+  return new Promise((resolve) => service.submit(submittedCall(call, flags),
+    new SettlingSink(resolve)));
 }
 
 /** One member as GET /api/v1/system/members shows it. */

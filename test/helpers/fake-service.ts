@@ -8,7 +8,17 @@ import type {
   CallOutcome, KvCall, KvOp, KvReason, OpResult, QuotaSettings, Row,
 } from '../../host/machine/commands.js';
 import type { NodeHealth, QuotaView, ServiceResult, Unavailable } from '../../host/node/service.js';
-import type { CallSink, KvService } from '../../host/node/service.js';
+import type { CallSink, KvService, SubmittedCall } from '../../host/node/service.js';
+import { decodeCommand } from '../../host/machine/command-decode.js';
+import { encodeCommand } from '../../host/machine/codec.js';
+import { isWriteOp } from '../../host/machine/commands.js';
+import type { ParseOutcome, RequestFrame } from '../../host/machine/request.js';
+import { loadConfig, type KvLimits } from '../../host/node/config.js';
+import { isKvError, type KvError } from '../../host/http/errors.js';
+import { validateTransactionBody } from '../../host/http/transaction.js';
+import {
+  parseJsonBody, validateKvBody, validatePathCall,
+} from '../../host/http/validate.js';
 
 import { answerFor } from '../model/answers.js';
 
@@ -38,12 +48,48 @@ export class FakeKvService implements KvService {
   private readonly quotas = new Map<string, QuotaSettings>();
   private version = 0;
 
+  /** `limits`: what the parser enforces (the server's config, in the tests that set one). */
+  constructor(private readonly limits: KvLimits = loadConfig({}, {}).limits) {}
+
+  /**
+   * Parses with the reference validator (host/http/validate.ts), which the machine's parser
+   * matches rule for rule (test/model/request-parity.test.ts).
+   */
+  parse(frame: RequestFrame): ParseOutcome {
+    const call = this.validate(frame);
+    if (isKvError(call)) return { kind: 'refused', status: call.status, reason: call.reason,
+      detail: call.detail };
+    return { kind: 'command', hasWrites: call.ops.some(isWriteOp), opCount: call.ops.length,
+      growthBytes: 0, command: encodeCommand({ kind: 'call', call,
+        flags: { requireGrant: frame.requireGrant } }) };
+  }
+
+  private validate(frame: RequestFrame): KvCall | KvError {
+    const text = frame.body === null ? undefined : new TextDecoder().decode(frame.body);
+    if (frame.route === 'batch') {
+      return validateKvBody(parseJsonBody(text ?? ''), frame.tenant, this.limits);
+    }
+    if (frame.route === 'path') {
+      const target = { rawNs: frame.rawNs ?? '', rawKey: frame.rawKey ?? '',
+        query: frame.hasQuery === true ? '' : undefined };
+      return validatePathCall(frame.method ?? 'GET', target,
+        text === undefined ? undefined : parseJsonBody(text), frame.tenant, this.limits);
+    }
+    return validateTransactionBody(parseJsonBody(text ?? ''), frame.tenant, this.limits,
+      frame.transactionId ?? '');
+  }
+
   /**
    * Runs the call on the fake store and answers what the machine would render for it, after
    * a turn (or the gate). A set `failure` throws at once, as a bug in a service would.
    */
-  submit(call: KvCall, sink: CallSink): void {
+  submit(submitted: SubmittedCall, sink: CallSink): void {
     if (this.failure !== null) throw this.failure;
+    const decoded = decodeCommand(submitted.command);
+    if (!decoded.ok || decoded.command.kind !== 'call') {
+      throw new Error(`fake service: not a call command: ${JSON.stringify(decoded)}`);
+    }
+    const call = decoded.command.call;
     void this.decide(call).then((result) => {
       if (result.kind !== 'done') {
         sink.unavailable(result);

@@ -70,7 +70,7 @@ afterEach(async () => {
 async function start(env: Record<string, string> = {}): Promise<Env> {
   const config = loadConfig({}, { QUEEN_MAX_BODY_BYTES: '4096', QUEEN_KV_MAX_VALUE_BYTES: '64',
     QUEEN_KV_MAX_KEY_BYTES: '16', ...env });
-  const service = new FakeKvService();
+  const service = new FakeKvService(config.limits);
   const auth = new FakeAuth();
   const rate = new FakeRate();
   const lines: Array<Record<string, unknown>> = [];
