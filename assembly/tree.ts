@@ -262,10 +262,32 @@ export class Tree {
       unchecked(leaf.rows[i] = row);
       return old;
     }
+    this.insertAt(leaf, i, row);
+    return null;
+  }
+
+  /**
+   * Inserts the row unless a row with its key is there already (that one stays); returns
+   * whether it inserted. Never reads or writes the find cache, so a second tree (the
+   * preimages of a snapshot) can use it without disturbing the live tree's cache, which
+   * shares one key buffer with every tree.
+   */
+  insertIfAbsent(row: Row): bool {
+    let k = rowKeyPtr(row), kLen = rowKeyLen(row);
+    this.cacheValid = false;
+    let leaf = this.descend(k, kLen);
+    let i = lowerBound(leaf, k, kLen);
+    if (i < leaf.n && cmpRow(unchecked(leaf.rows[i]), k, kLen) == 0) return false;
+    this.insertAt(leaf, i, row);
+    return true;
+  }
+
+  /** Inserts a new key at index i of the leaf the last descent reached, splitting if full. */
+  private insertAt(leaf: Node, i: i32, row: Row): void {
     this.count++;
     if (leaf.n < NODE_CAP) {
       leafInsert(leaf, i, row);
-      return null;
+      return;
     }
     let right = new Node(true);
     let half = NODE_CAP >> 1;
@@ -280,7 +302,6 @@ export class Tree {
     rehint(leaf, changetype<Row | null>(unchecked(this.pathLo[d])), sep);
     rehint(right, sep, changetype<Row | null>(unchecked(this.pathHi[d])));
     this.insertIntoParent(d - 1, leaf, sep, right);
-    return null;
   }
 
   private insertIntoParent(level: i32, left: Node, sep: Row, right: Node): void {
@@ -370,30 +391,48 @@ export class Tree {
     this.curIdx++;
     this.settle();
   }
+}
 
-  /** Replaces the whole tree by one built from rows already in strictly increasing order. */
-  build(sorted: Array<Row>): void {
-    this.cacheValid = false;
-    let level = new Array<Node>();
-    let leaf: Node | null = null;
-    for (let i = 0; i < sorted.length; i++) {
-      if (leaf == null || leaf.n == NODE_CAP) {
-        let fresh = new Node(true);
-        if (leaf != null) leaf.next = fresh;
-        leaf = fresh;
-        level.push(fresh);
-      }
-      unchecked(leaf.rows[leaf.n] = sorted[i]);
-      leaf.n++;
+/**
+ * Builds a compact tree from rows handed over one at a time in strictly increasing key order
+ * (the caller checks the order): full leaves, chained, then the inner levels on `finish`.
+ * Holds one reference per leaf besides the rows, so a restore streamed in chunks never needs
+ * an array of every row.
+ */
+export class TreeBuilder {
+  private leaves: Array<Node> = new Array<Node>();
+  private leaf: Node | null = null;
+  count: i32 = 0;
+
+  add(row: Row): void {
+    let leaf = this.leaf;
+    if (leaf == null || leaf.n == NODE_CAP) {
+      let fresh = new Node(true);
+      if (leaf != null) leaf.next = fresh;
+      this.leaf = fresh;
+      this.leaves.push(fresh);
+      leaf = fresh;
     }
+    unchecked(leaf.rows[leaf.n] = row);
+    leaf.n++;
+    this.count++;
+  }
+
+  /** The tree of every row added; the builder must not be used afterwards. */
+  finish(): Tree {
+    let level = this.leaves;
     if (level.length == 0) level.push(new Node(true));
     rehintLevel(level);
     while (level.length > 1) {
       level = buildInnerLevel(level);
       rehintLevel(level);
     }
-    this.root = level[0];
-    this.count = sorted.length;
+    let t = new Tree();
+    t.root = level[0];
+    t.count = this.count;
+    this.leaves = new Array<Node>();
+    this.leaf = null;
+    return t;
   }
 }
 

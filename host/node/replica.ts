@@ -24,6 +24,7 @@ import {
   isWriteOp, type CallOutcome, type Command, type KvCall, type QuotaSettings,
 } from '../machine/commands.js';
 import { encodeCommand } from '../machine/codec.js';
+import { restoreFromBytes, snapshotToBytes } from '../machine/snapshot-bytes.js';
 import type { StateMachine } from '../machine/state-machine.js';
 import type { Storage } from '../storage/storage.js';
 import type { Transport } from '../transport/transport.js';
@@ -512,7 +513,7 @@ export class Replica implements KvService {
 
   private restoreSnapshot(snapshot: Snapshot): void {
     const { dedup, machine } = unwrapSnapshot(snapshot.data);
-    this.deps.machine.restore(machine);
+    restoreFromBytes(this.deps.machine, machine);
     this.forgetAdminState();
     this.dedup = dedup;
     this.snapshotIndex = snapshot.meta.index;
@@ -596,7 +597,7 @@ export class Replica implements KvService {
       timeMs: machine.lastTimeMs,
       voters: this.options.voters,
     };
-    const data = wrapSnapshot(this.dedup, machine.snapshot());
+    const data = wrapSnapshot(this.dedup, snapshotToBytes(machine));
     this.snapshotSaving = this.deps.storage.saveSnapshot(meta, data).then(() => {
       this.snapshotSaving = null;
       if (this.state === 'stopped') return;

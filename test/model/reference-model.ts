@@ -320,6 +320,20 @@ export class ReferenceModel {
     });
   }
 
+  /**
+   * What the rows cost as the machine's byte total counts them (assembly/row.ts
+   * `rowFootprint`): a 32-byte row header, the store key (tenant id, namespace, NUL, key),
+   * the value, and 64 bytes of overhead; expired rows count until swept.
+   */
+  rowBytes(): number {
+    let total = 0;
+    for (const r of this.rows.values()) {
+      total += 32 + 4 + utf8(r.ns).length + 1 + utf8(r.key).length +
+        utf8(r.valueJson).length + 64;
+    }
+    return total;
+  }
+
   /** The same digest as the machine's (docs/codec.md, "Digest"). */
   digest(): string {
     let rowSum = 0n;
