@@ -146,27 +146,62 @@ export class DedupTable {
   }
 }
 
-/** The snapshot the driver stores: its dedup table, then the machine's snapshot bytes. */
-export function wrapSnapshot(dedup: DedupTable, machineSnapshot: Uint8Array): Uint8Array {
+/** Largest dedup table a snapshot may carry (64 origins x 4096 sequence numbers, as JSON). */
+const SNAPSHOT_TABLE_BYTES_MAX = 64 * 1024 * 1024;
+
+/**
+ * The snapshot the driver stores is its dedup table, then the machine's snapshot bytes:
+ * u32 magic, u32 tableBytes, the table (canonical JSON), then the machine's bytes. This is
+ * everything before the machine's bytes.
+ */
+export function encodeSnapshotPrefix(dedup: DedupTable): Uint8Array {
   const table = dedup.serialize();
-  const out = new Uint8Array(8 + table.length + machineSnapshot.length);
+  const out = new Uint8Array(8 + table.length);
   const view = new DataView(out.buffer);
   view.setUint32(0, SNAPSHOT_MAGIC, true);
   view.setUint32(4, table.length, true);
   out.set(table, 8);
-  out.set(machineSnapshot, 8 + table.length);
   return out;
 }
 
-export function unwrapSnapshot(data: Uint8Array): { dedup: DedupTable; machine: Uint8Array } {
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  if (data.length < 8 || view.getUint32(0, true) !== SNAPSHOT_MAGIC) {
-    throw new Error('snapshot data does not start with the driver snapshot magic');
+/**
+ * Splits a driver snapshot fed in chunks of any size: gathers the prefix (magic and dedup
+ * table) and hands back the machine's bytes of each chunk as they come.
+ */
+export class SnapshotPrefixReader {
+  private head = new Uint8Array(8);
+  private headBytes = 0;
+  private table: Uint8Array | null = null;
+  private tableBytes = 0;
+  /** The dedup table, once the whole prefix has arrived. */
+  dedup: DedupTable | null = null;
+
+  /** The part of `chunk` that belongs to the machine. Throws on a bad prefix. */
+  take(chunk: Uint8Array): Uint8Array {
+    let at = 0;
+    if (this.headBytes < 8) {
+      const n = Math.min(8 - this.headBytes, chunk.length);
+      this.head.set(chunk.subarray(0, n), this.headBytes);
+      this.headBytes += n;
+      at = n;
+      if (this.headBytes < 8) return chunk.subarray(chunk.length);
+      const view = new DataView(this.head.buffer);
+      if (view.getUint32(0, true) !== SNAPSHOT_MAGIC) {
+        throw new Error('snapshot data does not start with the driver snapshot magic');
+      }
+      const length = view.getUint32(4, true);
+      if (length > SNAPSHOT_TABLE_BYTES_MAX) throw new Error('snapshot dedup table too large');
+      this.table = new Uint8Array(length);
+    }
+    if (this.dedup === null && this.table !== null) {
+      const n = Math.min(this.table.length - this.tableBytes, chunk.length - at);
+      this.table.set(chunk.subarray(at, at + n), this.tableBytes);
+      this.tableBytes += n;
+      at += n;
+      if (this.tableBytes < this.table.length) return chunk.subarray(chunk.length);
+      this.dedup = DedupTable.deserialize(this.table);
+      this.table = null;
+    }
+    return chunk.subarray(at);
   }
-  const tableBytes = view.getUint32(4, true);
-  if (8 + tableBytes > data.length) throw new Error('snapshot dedup table overruns the data');
-  return {
-    dedup: DedupTable.deserialize(data.subarray(8, 8 + tableBytes)),
-    machine: data.subarray(8 + tableBytes),
-  };
 }

@@ -4,7 +4,9 @@
  *
  * The order of one Ready is fixed (etcd's raft and DESIGN.md):
  *   1. send `earlyMessages` (the leader's appends: it counts its own copy only after step 6),
- *   2. persist a received snapshot, then entries and hard state, one fsync for all of them,
+ *   2. write the chunks of a snapshot being received; install a received snapshot (durable,
+ *      then the machine restored from it by streaming), then entries and hard state, one
+ *      fsync for all of them,
  *   3. send `messages` (votes and acknowledgements promise what step 2 made durable),
  *   4. apply `committedEntries` in order, in WebAssembly, at each entry's stamp,
  *   5. answer the read states whose index is applied,
@@ -24,13 +26,13 @@ import {
   isWriteOp, type CallOutcome, type Command, type KvCall, type QuotaSettings,
 } from '../machine/commands.js';
 import { encodeCommand } from '../machine/codec.js';
-import { restoreFromBytes, snapshotToBytes } from '../machine/snapshot-bytes.js';
 import type { StateMachine } from '../machine/state-machine.js';
 import type { Storage } from '../storage/storage.js';
 import type { Transport } from '../transport/transport.js';
 import {
-  DedupTable, decodeEnvelope, encodeEnvelope, unwrapSnapshot, wrapSnapshot, type Origin,
+  DedupTable, decodeEnvelope, encodeEnvelope, encodeSnapshotPrefix, type Origin,
 } from './envelope.js';
+import { ChunkSender, restoreMachine, SnapshotReceiver, Snapshotter } from './snapshotter.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
   KvService, NodeHealth, QuotaView, ServiceResult, Unavailable, UnavailableReason,
@@ -113,8 +115,14 @@ export class Replica implements KvService {
   /** The term of the last applied entry, for the meta of the next snapshot. */
   private appliedTerm = 0;
   private logBytesSinceSnapshot = 0;
-  /** The snapshot file being written, if any; at most one at a time. */
+  /** This node's snapshots, sliced beside the Ready loop; at most one at a time. */
+  private readonly snapshotter: Snapshotter;
+  /** The snapshot file being written, if any. */
   private snapshotSaving: Promise<void> | null = null;
+  /** Chunks of a snapshot a leader sends, written to storage as they arrive. */
+  private readonly receiver: SnapshotReceiver;
+  /** Snapshot chunks to followers, filled from storage before they go out. */
+  private readonly chunkSender: ChunkSender;
   /** A snapshot now durable on disk, waiting to be handed to the core between Readies. */
   private pendingCompaction: Snapshot | null = null;
   /**
@@ -131,12 +139,17 @@ export class Replica implements KvService {
     private readonly deps: ReplicaDeps,
   ) {
     this.origin = { nodeId: options.id, incarnation: options.incarnation };
+    this.snapshotter = new Snapshotter(deps.machine, deps.storage);
+    this.receiver = new SnapshotReceiver(deps.storage);
+    this.chunkSender = new ChunkSender(deps.storage,
+      (message) => this.deps.transport.send(message.to, encodeMessage(message)),
+      () => undefined);
   }
 
   /** Recovers the log and the machine, joins the cluster and starts the timers. */
   async start(): Promise<void> {
     const recovered = await this.deps.storage.recover();
-    if (recovered.snapshot !== null) this.restoreSnapshot(recovered.snapshot);
+    if (recovered.snapshot !== null) await this.restoreSnapshot(recovered.snapshot);
     this.durableIndex = recovered.entries.at(-1)?.index ?? recovered.snapshot?.meta.index ?? 0;
     this.core = createRaft({
       id: this.options.id,
@@ -152,7 +165,7 @@ export class Replica implements KvService {
     }, {
       hardState: recovered.hardState,
       snapshot: recovered.snapshot?.meta ?? null,
-      snapshotData: recovered.snapshot?.data ?? null,
+      snapshotDataBytes: recovered.snapshot?.dataBytes ?? null,
       entries: recovered.entries,
     });
     await this.deps.transport.start((from, frame) => this.onFrame(from, frame));
@@ -261,8 +274,11 @@ export class Replica implements KvService {
     for (let i = 0; i < 200 && this.pumping; i++) {
       await new Promise<void>((resolve) => this.deps.scheduler.after(5, resolve));
     }
-    // A snapshot being written finishes before the storage closes under it.
+    // A snapshot being written stops (the log still holds what it covers), before the
+    // storage closes under it.
+    await this.snapshotter.abort();
     await this.snapshotSaving;
+    await this.chunkSender.drain();
     this.state = 'stopped';
     await this.deps.transport.close();
     await this.deps.storage.close();
@@ -490,13 +506,8 @@ export class Replica implements KvService {
 
   private async persist(ready: Ready): Promise<void> {
     const { storage } = this.deps;
-    if (ready.snapshot !== null) {
-      await storage.saveSnapshot(ready.snapshot.meta, ready.snapshot.data);
-      this.restoreSnapshot(ready.snapshot);
-      // The core installs a snapshot only over a log that disagrees with it at its index,
-      // so what follows it here was discarded with it.
-      this.durableIndex = ready.snapshot.meta.index;
-    }
+    if (ready.receivedSnapshot.length > 0) await this.receiver.write(ready.receivedSnapshot);
+    if (ready.snapshot !== null) await this.installSnapshot(ready.snapshot);
     if (ready.entries.length > 0) {
       storage.append(ready.entries);
       for (const entry of ready.entries) this.logBytesSinceSnapshot += entry.data.length + 32;
@@ -508,14 +519,31 @@ export class Replica implements KvService {
   }
 
   private sendAll(messages: readonly Message[]): void {
-    for (const message of messages) this.deps.transport.send(message.to, encodeMessage(message));
+    for (const message of messages) {
+      // The core leaves a snapshot chunk's bytes to the driver: they come from storage.
+      if (message.type === 'snapshotChunk') this.chunkSender.post(message);
+      else this.deps.transport.send(message.to, encodeMessage(message));
+    }
   }
 
-  private restoreSnapshot(snapshot: Snapshot): void {
-    const { dedup, machine } = unwrapSnapshot(snapshot.data);
-    restoreFromBytes(this.deps.machine, machine);
+  /**
+   * A snapshot from the leader is whole: made durable first, then this node's own snapshot
+   * (of a state about to go) is dropped, and so is the machine's state, so the restore that
+   * streams in from the file never needs two states in memory.
+   */
+  private async installSnapshot(snapshot: Snapshot): Promise<void> {
+    await this.receiver.complete(snapshot);
+    await this.snapshotter.abort();
+    this.deps.machine.clearState();
+    await this.restoreSnapshot(snapshot);
+    // The core installs a snapshot only over a log that disagrees with it at its index,
+    // so what follows it here was discarded with it.
+    this.durableIndex = snapshot.meta.index;
+  }
+
+  private async restoreSnapshot(snapshot: Snapshot): Promise<void> {
+    this.dedup = await restoreMachine(this.deps.storage, this.deps.machine, snapshot);
     this.forgetAdminState();
-    this.dedup = dedup;
     this.snapshotIndex = snapshot.meta.index;
     this.appliedTerm = snapshot.meta.term;
     this.logBytesSinceSnapshot = 0;
@@ -580,10 +608,10 @@ export class Replica implements KvService {
   }
 
   /**
-   * Takes a snapshot when one is due. The machine is serialised here, between Readies, so
-   * the bytes match `appliedIndex`; writing them runs beside the Ready loop, so client
-   * writes keep flowing while the file is fsynced. The core drops its log only once the file
-   * is durable, and only between Readies (`compactWhenIdle`).
+   * Takes a snapshot when one is due. It begins here, between Readies, so it holds the state
+   * at `appliedIndex`; its slices are cut and written beside the Ready loop (snapshotter.ts),
+   * entries applying in between, so client writes keep flowing. The core drops its log only
+   * once the file is durable, and only between Readies (`compactWhenIdle`).
    */
   private maybeSnapshot(): void {
     const { machine } = this.deps;
@@ -597,11 +625,11 @@ export class Replica implements KvService {
       timeMs: machine.lastTimeMs,
       voters: this.options.voters,
     };
-    const data = wrapSnapshot(this.dedup, snapshotToBytes(machine));
-    this.snapshotSaving = this.deps.storage.saveSnapshot(meta, data).then(() => {
+    const taken = this.snapshotter.take(meta, encodeSnapshotPrefix(this.dedup));
+    this.snapshotSaving = taken.then((snapshot) => {
       this.snapshotSaving = null;
-      if (this.state === 'stopped') return;
-      this.pendingCompaction = { meta, data };
+      if (snapshot === null || this.state === 'stopped') return;
+      this.pendingCompaction = snapshot;
       if (!this.pumping) this.compactWhenIdle();
     }, (error: unknown) => {
       this.snapshotSaving = null;
@@ -619,6 +647,6 @@ export class Replica implements KvService {
     this.pendingCompaction = null;
     // A snapshot installed from the leader meanwhile is newer: the core already has it.
     if (pending.meta.index < this.snapshotIndex) return;
-    this.core.compact(pending.meta, pending.data);
+    this.core.compact(pending.meta, pending.dataBytes);
   }
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
-  DEDUP_ORIGINS_MAX, DEDUP_WINDOW, DedupTable, decodeEnvelope, encodeEnvelope, unwrapSnapshot,
-  wrapSnapshot,
+  DEDUP_ORIGINS_MAX, DEDUP_WINDOW, DedupTable, decodeEnvelope, encodeEnvelope,
+  encodeSnapshotPrefix, SnapshotPrefixReader,
 } from '../../host/node/envelope.js';
 
 const origin = { nodeId: 'n2', incarnation: 0xdeadbeef };
@@ -63,18 +63,24 @@ describe('dedup table', () => {
     expect(rows).toHaveLength(DEDUP_ORIGINS_MAX);
   });
 
-  it('serializes canonically and survives a snapshot round trip', () => {
+  it('serializes canonically and survives a snapshot round trip, split anywhere', () => {
     const a = new DedupTable();
     a.admit(envelope(3), 1);
     a.admit(envelope(1, 7), 2);
-    const wrapped = wrapSnapshot(a, new Uint8Array([1, 2, 3]));
-    const { dedup, machine } = unwrapSnapshot(wrapped);
-    expect([...machine]).toEqual([1, 2, 3]);
-    expect(dedup.serialize()).toEqual(a.serialize());
-    expect(dedup.admit(envelope(3), 3)).toBe(false);
+    const whole = Buffer.concat([encodeSnapshotPrefix(a), Buffer.from([1, 2, 3])]);
+    for (const size of [1, 2, 5, 9, whole.length]) {
+      const reader = new SnapshotPrefixReader();
+      const machine: number[] = [];
+      for (let at = 0; at < whole.length; at += size) {
+        machine.push(...reader.take(whole.subarray(at, at + size)));
+      }
+      expect(machine).toEqual([1, 2, 3]);
+      expect(reader.dedup?.serialize()).toEqual(a.serialize());
+      expect(reader.dedup?.admit(envelope(3), 3)).toBe(false);
+    }
   });
 
   it('refuses snapshot bytes without the driver magic', () => {
-    expect(() => unwrapSnapshot(new Uint8Array(16))).toThrow(/magic/);
+    expect(() => new SnapshotPrefixReader().take(new Uint8Array(16))).toThrow(/magic/);
   });
 });

@@ -21,7 +21,8 @@ const samples: Message[] = [
   { type: 'propose', ...h, term: 0, data: new Uint8Array([9, 9]), nowMs: 1_700_000_000_123 },
   { type: 'readIndex', ...h, term: 0, requestId: 77 },
   { type: 'readIndexResponse', ...h, term: 0, requestId: 77, readIndex: -1 },
-  { type: 'snapshotChunk', ...h, meta, offset: 8, totalBytes: 11, data: new Uint8Array([1, 2, 3]) },
+  { type: 'snapshotChunk', ...h, meta, offset: 8, totalBytes: 11, chunkBytes: 3,
+    data: new Uint8Array([1, 2, 3]) },
   { type: 'snapshotChunkResponse', ...h, snapshotIndex: 40, nextOffset: 11 },
   { type: 'timeoutNow', ...h, from: 'nœud-é' },
 ];

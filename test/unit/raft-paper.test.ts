@@ -22,7 +22,7 @@ function follower(id: string, term: number, log: Entry[], voters = THREE,
   tweak?: (c: RaftConfig) => RaftConfig) {
   const base = defaultConfig(id, voters, 7);
   return createRaft(tweak === undefined ? base : tweak(base), {
-    hardState: { term, votedFor: null, commitIndex: 0 }, snapshot: null, snapshotData: null,
+    hardState: { term, votedFor: null, commitIndex: 0 }, snapshot: null, snapshotDataBytes: null,
     entries: log,
   });
 }
@@ -105,7 +105,7 @@ function crashAndCompact(c: Cluster, ids: string[], step: number, next: (n: numb
     const node = c.node(ids[next(ids.length)]!);
     const last = node.applied[node.applied.length - 1];
     if (node.up && last !== undefined) {
-      node.raft.compact({ index: last.index, term: last.term, timeMs: last.timeMs, voters: ids },
+      c.compact(node.id, { index: last.index, term: last.term, timeMs: last.timeMs, voters: ids },
         bytes(`state@${last.index}`));
     }
   }
@@ -321,7 +321,7 @@ describe('§5.4 safety', () => {
     // n1 restarts with 1/1, 2/2 (not committed) and wins term 3; its empty entry is 3/3.
     const n1 = createRaft({ ...defaultConfig('n1', THREE, 3), preVote: false }, {
       hardState: { term: 2, votedFor: null, commitIndex: 1 }, snapshot: null,
-      snapshotData: null, entries: entries({ from: 1, terms: [1, 2] }) });
+      snapshotDataBytes: null, entries: entries({ from: 1, terms: [1, 2] }) });
     for (let i = 0; i < 20 && n1.status().role === 'follower'; i++) n1.tick();
     n1.step({ type: 'voteResponse', from: 'n2', to: 'n1', term: 3, granted: true });
     expect(n1.status().role).toBe('leader');
@@ -480,7 +480,7 @@ describe('§7 log compaction', () => {
     const n1 = c.node('n1');
     const last = n1.applied[n1.applied.length - 1]!;
     const data = bytes('machine-state-at-7');
-    c.raft('n1').compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+    c.compact('n1', { index: last.index, term: last.term, timeMs: last.timeMs,
       voters: THREE }, data);
     c.raft('n1').propose(bytes('after'), 10);
     c.tickAll(1);
@@ -497,7 +497,7 @@ describe('§7 log compaction', () => {
       c.tick('n1');
       for (let r = 0; r < 20; r++) {
         const rd = c.processReady('n3');
-        if (rd?.snapshot) installed = rd.snapshot.data;
+        if (rd?.snapshot) installed = c.node('n3').disk.snapshotData;
         c.processAll();
         if (c.queue.length === 0) break;
         c.deliverOnce();
@@ -522,7 +522,7 @@ describe('§7 log compaction', () => {
     c.tickAll(40);
     expect(dropped).toBe(3);
     expect(takeMark('snapshot-resent')).toBeGreaterThan(0);
-    expect(c.node('n3').disk.snapshot?.data).toEqual(data);
+    expect(c.node('n3').disk.snapshotData).toEqual(data);
     expect(appliedTexts(c, 'n3')).toEqual(['after']);
   });
 });
@@ -621,7 +621,7 @@ describe('invariants', () => {
   it('a restored state with commitIndex past its log is refused', () => {
     expect(() => createRaft(defaultConfig('n1', THREE, 1), {
       hardState: { term: 1, votedFor: null, commitIndex: 5 }, snapshot: null,
-      snapshotData: null, entries: entries({ from: 1, terms: [1] }) })).toThrow(/commitIndex/);
+      snapshotDataBytes: null, entries: entries({ from: 1, terms: [1] }) })).toThrow(/commitIndex/);
   });
 
   it('an append that would overwrite a committed entry is an invariant violation', () => {
