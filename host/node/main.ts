@@ -83,7 +83,9 @@ export async function serve(config: NodeConfig): Promise<void> {
     snapshotEveryEntries: config.snapshotEveryEntries,
     snapshotEveryBytes: config.snapshotEveryBytes,
   }, { storage, transport: buildTransport(config), machine, scheduler: realScheduler,
-    onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed) });
+    onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
+    onSnapshot: (event) => logger.info({ index: event.index, bytes: event.dataBytes,
+      ms: event.ms }, `snapshot ${event.kind}`) });
   await replica.start();
   const http = await startHttpServer({
     service: replica,

@@ -69,6 +69,17 @@ export interface ReplicaDeps {
   readonly onApplied?: (index: number) => void;
   /** Called with the number of expired keys a sweep entry removed. */
   readonly onSwept?: (removedKeys: number) => void;
+  /** Called when a snapshot was taken, installed from the leader, or restored at start. */
+  readonly onSnapshot?: (event: SnapshotEvent) => void;
+}
+
+/** A snapshot this node took, installed from its leader, or restored from at start-up. */
+export interface SnapshotEvent {
+  readonly kind: 'taken' | 'installed' | 'restored';
+  readonly index: number;
+  readonly dataBytes: number;
+  /** From its start to its end (taken: until durable; installed: receipt complete to restored). */
+  readonly ms: number;
 }
 
 type Settle<T> = (result: ServiceResult<T>) => void;
@@ -149,7 +160,11 @@ export class Replica implements KvService {
   /** Recovers the log and the machine, joins the cluster and starts the timers. */
   async start(): Promise<void> {
     const recovered = await this.deps.storage.recover();
-    if (recovered.snapshot !== null) await this.restoreSnapshot(recovered.snapshot);
+    if (recovered.snapshot !== null) {
+      const startMs = this.deps.scheduler.nowMs();
+      await this.restoreSnapshot(recovered.snapshot);
+      this.noteSnapshot('restored', recovered.snapshot, startMs);
+    }
     this.durableIndex = recovered.entries.at(-1)?.index ?? recovered.snapshot?.meta.index ?? 0;
     this.core = createRaft({
       id: this.options.id,
@@ -532,6 +547,7 @@ export class Replica implements KvService {
    * streams in from the file never needs two states in memory.
    */
   private async installSnapshot(snapshot: Snapshot): Promise<void> {
+    const startMs = this.deps.scheduler.nowMs();
     await this.receiver.complete(snapshot);
     await this.snapshotter.abort();
     this.deps.machine.clearState();
@@ -539,6 +555,12 @@ export class Replica implements KvService {
     // The core installs a snapshot only over a log that disagrees with it at its index,
     // so what follows it here was discarded with it.
     this.durableIndex = snapshot.meta.index;
+    this.noteSnapshot('installed', snapshot, startMs);
+  }
+
+  private noteSnapshot(kind: SnapshotEvent['kind'], snapshot: Snapshot, startMs: number): void {
+    this.deps.onSnapshot?.({ kind, index: snapshot.meta.index, dataBytes: snapshot.dataBytes,
+      ms: this.deps.scheduler.nowMs() - startMs });
   }
 
   private async restoreSnapshot(snapshot: Snapshot): Promise<void> {
@@ -625,10 +647,12 @@ export class Replica implements KvService {
       timeMs: machine.lastTimeMs,
       voters: this.options.voters,
     };
+    const startMs = this.deps.scheduler.nowMs();
     const taken = this.snapshotter.take(meta, encodeSnapshotPrefix(this.dedup));
     this.snapshotSaving = taken.then((snapshot) => {
       this.snapshotSaving = null;
       if (snapshot === null || this.state === 'stopped') return;
+      this.noteSnapshot('taken', snapshot, startMs);
       this.pendingCompaction = snapshot;
       if (!this.pumping) this.compactWhenIdle();
     }, (error: unknown) => {

@@ -525,6 +525,114 @@ describe('§7 log compaction', () => {
     expect(c.node('n3').disk.snapshotData).toEqual(data);
     expect(appliedTexts(c, 'n3')).toEqual(['after']);
   });
+
+  it('the core never holds snapshot bytes: a chunk names its range, the driver fills it', () => {
+    const { c, data, snapshotIndex } = lagging();
+    const sent: Message[] = [];
+    const n1 = c.node('n1').raft;
+    const ready = n1.ready.bind(n1);
+    n1.ready = () => {
+      const rd = ready();
+      sent.push(...rd.earlyMessages.filter((m) => m.type === 'snapshotChunk'));
+      return rd;
+    };
+    c.restart('n3');
+    c.tickAll(5);
+    expect(sent.length).toBeGreaterThan(0);
+    for (const m of sent) {
+      if (m.type !== 'snapshotChunk') continue;
+      expect(m.data.length).toBe(0);
+      expect(m.meta.index).toBe(snapshotIndex);
+      expect(m.totalBytes).toBe(data.length);
+      expect(m.chunkBytes).toBe(Math.min(4, data.length - m.offset));
+    }
+  });
+
+  it('a follower hands received chunks to its driver in order, then the snapshot (§7)', () => {
+    const f = follower('n3', 1, []);
+    const meta = { index: 9, term: 1, timeMs: 5, voters: THREE };
+    const chunk = (offset: number, text3: string) => ({ type: 'snapshotChunk' as const,
+      from: 'n1', to: 'n3', term: 1, meta, offset, totalBytes: 6, chunkBytes: 3,
+      data: bytes(text3) });
+    f.step(chunk(0, 'abc'));
+    f.step(chunk(3, 'def'));
+    const rd = f.ready();
+    expect(rd.receivedSnapshot.map((s) => s.type === 'chunk' ? text(s.data) : s.type))
+      .toEqual(['abc', 'def']);
+    expect(rd.snapshot).toEqual({ meta, dataBytes: 6 });
+    f.advance(rd);
+    // A chunk whose bytes do not match its length is malformed and ignored.
+    f.step({ ...chunk(0, 'abc'), meta: { ...meta, index: 12 }, chunkBytes: 4 });
+    expect(f.hasReady()).toBe(false);
+  });
+
+  it('a transfer the follower no longer needs is abandoned, and its driver told', () => {
+    const f = follower('n3', 1, entries({ from: 1, terms: [1, 1, 1, 1] }));
+    const meta = { index: 3, term: 1, timeMs: 5, voters: THREE };
+    f.step({ type: 'snapshotChunk', from: 'n1', to: 'n3', term: 1, meta: { ...meta, index: 9 },
+      offset: 0, totalBytes: 6, chunkBytes: 3, data: bytes('abc') });
+    drain(f);
+    // The log already matches at 3: this snapshot is covered; the one under way is dropped.
+    f.step({ type: 'snapshotChunk', from: 'n1', to: 'n3', term: 1, meta, offset: 0,
+      totalBytes: 6, chunkBytes: 3, data: bytes('xyz') });
+    const rd = f.ready();
+    expect(rd.receivedSnapshot).toEqual([{ type: 'abandon', meta: { ...meta, index: 9 } }]);
+    f.advance(rd);
+  });
+
+  it('a follower that installed a snapshot sends that snapshot once it leads (§7)', () => {
+    const FIVE = ['n1', 'n2', 'n3', 'n4', 'n5'];
+    const c = new Cluster(FIVE, (cfg) => ({ ...cfg, maxSnapshotChunkBytes: 4 }));
+    c.campaign('n1');
+    c.raft('n1').propose(bytes('a'), 1);
+    c.tickAll(2);
+    // n3 compacts a snapshot of its own first, 3 bytes long.
+    const early = c.node('n3').applied.at(-1)!;
+    c.compact('n3', { index: early.index, term: early.term, timeMs: early.timeMs,
+      voters: FIVE }, bytes('old'));
+    // n2 and n3 miss what follows; n1 compacts it away.
+    c.groups = [['n1', 'n4', 'n5'], ['n2'], ['n3']];
+    for (let i = 0; i < 4; i++) c.raft('n1').propose(bytes(`s${i}`), 2 + i);
+    c.tickAll(2);
+    const last = c.node('n1').applied.at(-1)!;
+    const newer = bytes('the-newer-snapshot');
+    c.compact('n1', { index: last.index, term: last.term, timeMs: last.timeMs, voters: FIVE },
+      newer);
+    c.groups = [['n1', 'n3', 'n4', 'n5'], ['n2']];
+    c.tickAll(20);
+    expect(c.node('n3').disk.snapshotData).toEqual(newer);
+    // n3 leads; n2 comes back and needs what n3 holds only in that snapshot.
+    c.raft('n1').transferLeadership('n3');
+    c.tickAll(20);
+    expect(c.leaders()).toEqual(['n3']);
+    const chunks: Message[] = [];
+    c.onDeliver = (m) => { if (m.type === 'snapshotChunk' && m.from === 'n3') chunks.push(m); };
+    c.groups = null;
+    c.tickAll(30);
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(chunks.every((m) => m.type === 'snapshotChunk' && m.meta.index === last.index &&
+      m.totalBytes === newer.length)).toBe(true);
+    expect(c.node('n2').disk.snapshotData).toEqual(newer);
+  });
+
+  it('a stalled transfer of an older snapshot is renewed with the current one (§7)', () => {
+    const { c, snapshotIndex } = lagging();
+    c.restart('n3');
+    // Every chunk of the first snapshot is lost, as when its file was pruned.
+    c.dropIf = (m) => m.type === 'snapshotChunk' && m.meta.index === snapshotIndex;
+    c.tickAll(2);
+    c.raft('n1').propose(bytes('more'), 11);
+    c.tickAll(1);
+    const n1 = c.node('n1');
+    const last = n1.applied.at(-1)!;
+    takeMark('snapshot-transfer-renewed');
+    c.compact('n1', { index: last.index, term: last.term, timeMs: last.timeMs, voters: THREE },
+      bytes('renewed-state'));
+    c.tickAll(20);
+    expect(takeMark('snapshot-transfer-renewed')).toBeGreaterThan(0);
+    expect(c.node('n3').disk.snapshotData).toEqual(bytes('renewed-state'));
+    expect(appliedTexts(c, 'n3')).toEqual([]);
+  });
 });
 
 describe('thesis: pre-vote, check-quorum, leader lease, transfer', () => {
