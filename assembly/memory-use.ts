@@ -19,18 +19,33 @@ const COLLECT_LINE_BYTES: i64 = 3328 * 1024 * 1024;
 /** Retired bytes below which a full collection is not worth its pause. */
 const RETIRED_COLLECT_BYTES_MIN: i64 = 64 * 1024 * 1024;
 
+/** Full collections this machine ran (see collectWhenDue). */
+let fullCollections: i64 = 0;
+
 /** Collects in full when the garbage the machine knows of would pass the line. */
 export function collectWhenDue(): void {
   if (retiredBytes < RETIRED_COLLECT_BYTES_MIN) return;
   if (stateBytes() + preimageBytes + retiredBytes < COLLECT_LINE_BYTES) return;
-  __collect();
-  clearRetired();
+  collectNow();
 }
 
-/** stateBytes, then the bytes an open snapshot keeps alive beyond it (preimages), as i64. */
+/** Collects in full now (after a whole state was dropped, before another is built). */
+export function collectNow(): void {
+  __collect();
+  clearRetired();
+  fullCollections++;
+}
+
+/**
+ * As i64: stateBytes; the bytes an open snapshot keeps alive beyond it (preimages); the bytes
+ * of rows retired since the last full collection (an upper bound on their garbage); the
+ * full collections run so far.
+ */
 export function writeMemoryUse(): void {
   putI64(stateBytes());
   putI64(preimageBytes);
+  putI64(retiredBytes);
+  putI64(fullCollections);
 }
 
 /** The byte total recounted from the rows, and from the tenant table, as i64. */

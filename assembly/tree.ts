@@ -175,6 +175,15 @@ function shiftRefs(arr: usize, from: i32, to: i32, count: i32): void {
   memory.copy(arr + (<usize>to << 2), arr + (<usize>from << 2), <usize>count << 2);
 }
 
+/**
+ * Nulls the slots [from, to) a node no longer uses. The collector visits every slot of a
+ * StaticArray, so a stale ref there would keep a replaced or removed row alive for good.
+ */
+function clearRefs(arr: usize, from: i32, to: i32): void {
+  if (to <= from) return;
+  memory.fill(arr + (<usize>from << 2), 0, <usize>(to - from) << 2);
+}
+
 export class Tree {
   root: Node = new Node(true);
   count: i32 = 0;
@@ -292,6 +301,7 @@ export class Tree {
     let right = new Node(true);
     let half = NODE_CAP >> 1;
     for (let j = half; j < NODE_CAP; j++) unchecked(right.rows[j - half] = leaf.rows[j]);
+    clearRefs(changetype<usize>(leaf.rows), half, NODE_CAP);
     right.n = NODE_CAP - half;
     leaf.n = half;
     right.next = leaf.next;
@@ -327,6 +337,8 @@ export class Tree {
       for (let j = mid; j < parent.n; j++) unchecked(sib.kids![j - mid] = parent.kids![j]);
       for (let j = mid; j < parent.n - 1; j++) unchecked(sib.rows[j - mid] = parent.rows[j]);
       let promoted = unchecked(parent.rows[mid - 1]);
+      clearRefs(changetype<usize>(parent.kids!), mid, parent.n);
+      clearRefs(changetype<usize>(parent.rows), mid - 1, parent.n - 1);
       sib.n = parent.n - mid;
       parent.n = mid;
       if (ci < mid) insertInner(parent, ci, sep, right);
@@ -350,6 +362,7 @@ export class Tree {
     shiftRefs(changetype<usize>(leaf.rows), i + 1, i, leaf.n - i - 1);
     shiftHints(leaf.hints, i + 1, i, leaf.n - i - 1);
     leaf.n--;
+    clearRefs(changetype<usize>(leaf.rows), leaf.n, leaf.n + 1);
     this.count--;
     return old;
   }

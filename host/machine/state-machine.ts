@@ -102,6 +102,18 @@ function assertSafeTime(v: number, what: string): void {
   }
 }
 
+/** What the machine's state holds in memory (assembly/memory-use.ts). */
+export interface MemoryUse {
+  /** rowFootprint of every row (expired ones until swept) plus the tenant table. */
+  readonly stateBytes: number;
+  /** Rows an open snapshot keeps alive that are no longer in the state. */
+  readonly preimageBytes: number;
+  /** Rows retired since the last full collection: at most this much row garbage. */
+  readonly retiredBytes: number;
+  /** Full collections the machine ran to stay under the 4 GiB ceiling. */
+  readonly fullCollections: number;
+}
+
 export class StateMachine {
   private readonly x: Exports;
   private applied = 0;
@@ -256,9 +268,10 @@ export class StateMachine {
    * The state's byte total (rowFootprint of every row, expired ones until swept, plus the
    * tenant table), and the bytes an open snapshot keeps alive besides (its preimages).
    */
-  memoryUse(): { readonly stateBytes: number; readonly preimageBytes: number } {
+  memoryUse(): MemoryUse {
     const r = new ByteReader(this.output(this.guard('stateBytes', () => this.x.stateBytes())));
-    return { stateBytes: r.i64(), preimageBytes: r.i64() };
+    return { stateBytes: r.i64(), preimageBytes: r.i64(), retiredBytes: r.i64(),
+      fullCollections: r.i64() };
   }
 
   /** The byte total recounted from scratch: rows and tenant table apart (for tests). */
