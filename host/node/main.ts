@@ -82,6 +82,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     expireBatch: config.expireBatch,
     snapshotEveryEntries: config.snapshotEveryEntries,
     snapshotEveryBytes: config.snapshotEveryBytes,
+    maxStateBytes: config.maxStateBytes,
   }, { storage, transport: buildTransport(config), machine, scheduler: realScheduler,
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onSnapshot: (event) => logger.info({ index: event.index, bytes: event.dataBytes,
@@ -97,6 +98,8 @@ export async function serve(config: NodeConfig): Promise<void> {
     logger,
   }, config.host, config.port);
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
+  metrics.readMemoryFrom(() => ({ ...machine.memoryUse(), stateBytesMax: replica.maxStateBytes,
+    machineMemoryBytes: machine.memoryBytes() }));
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
     peers: config.peers.length }, 'serving');

@@ -36,6 +36,15 @@ export interface RaftGauges {
   readonly isLeader: boolean;
 }
 
+/** The machine's memory, as the budget counts it and as wasm memory holds it. */
+export interface MemoryGauges {
+  readonly stateBytes: number;
+  readonly stateBytesMax: number;
+  readonly preimageBytes: number;
+  readonly fullCollections: number;
+  readonly machineMemoryBytes: number;
+}
+
 /** One tenant's live keys and bytes, as counted by the machine. */
 export interface TenantUsageSample {
   readonly tenant: string;
@@ -67,6 +76,8 @@ export class NodeMetrics implements RequestMetrics {
   private readonly refusals: Counter<'reason'>;
   private readonly swept: Counter;
   private readonly raft: Record<keyof RaftGauges, Gauge>;
+  /** Read at every scrape, so the memory figures are never stale. */
+  private memorySource: (() => MemoryGauges) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
   private readonly tenantBytes: Gauge<'tenant'>;
 
@@ -104,6 +115,7 @@ export class NodeMetrics implements RequestMetrics {
       registers,
     });
     this.raft = raftGauges(registers);
+    memoryGauges(registers, () => this.memorySource?.() ?? null);
     this.tenantKeys = new Gauge({
       name: 'hivekv_tenant_live_keys',
       help: 'Live keys per tenant.',
@@ -153,6 +165,11 @@ export class NodeMetrics implements RequestMetrics {
     this.raft.isLeader.set(state.isLeader ? 1 : 0);
   }
 
+  /** Where the memory gauges read their figures from at each scrape. */
+  readMemoryFrom(source: () => MemoryGauges): void {
+    this.memorySource = source;
+  }
+
   /** Replaces every tenant usage series with `list` (the largest TENANT_USAGE_SERIES_MAX). */
   setTenantUsage(list: readonly TenantUsageSample[]): void {
     const kept =
@@ -188,6 +205,28 @@ function raftGauges(registers: Registry[]): Record<keyof RaftGauges, Gauge> {
     lastIndex: gauge('last_index', 'Index of the last entry in the local log.'),
     isLeader: gauge('is_leader', '1 when this node is the leader, else 0.'),
   };
+}
+
+function memoryGauges(registers: Registry[], read: () => MemoryGauges | null): void {
+  const names: Record<keyof MemoryGauges, [string, string]> = {
+    stateBytes: ['state_bytes', 'The state\'s byte total (rows and tenants), as the ' +
+      'memory budget counts it.'],
+    stateBytesMax: ['state_bytes_max', 'The memory budget (HIVEKV_MAX_STATE_BYTES): past ' +
+      'it, writes that grow the state are refused.'],
+    preimageBytes: ['snapshot_preimage_bytes', 'Replaced rows a snapshot being written ' +
+      'still holds; they count against the budget.'],
+    fullCollections: ['machine_full_collections', 'Full collections the machine ran to stay ' +
+      'under its 4 GiB ceiling.'],
+    machineMemoryBytes: ['machine_memory_bytes', 'Size of the machine\'s wasm memory (it ' +
+      'only grows).'],
+  };
+  for (const key of Object.keys(names) as Array<keyof MemoryGauges>) {
+    const [name, help] = names[key];
+    new Gauge({ name: `hivekv_${name}`, help, registers, collect() {
+      const figures = read();
+      if (figures !== null) this.set(figures[key]);
+    } });
+  }
 }
 
 /** Status codes outside 100..599 are a bug upstream; they collapse to one label. */

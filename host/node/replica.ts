@@ -26,6 +26,7 @@ import {
   isWriteOp, type CallOutcome, type Command, type KvCall, type QuotaSettings,
 } from '../machine/commands.js';
 import { encodeCommand } from '../machine/codec.js';
+import { MAX_STATE_BYTES_DEFAULT, memoryFull } from '../machine/memory-budget.js';
 import type { StateMachine } from '../machine/state-machine.js';
 import type { Storage } from '../storage/storage.js';
 import type { Transport } from '../transport/transport.js';
@@ -57,6 +58,8 @@ export interface ReplicaOptions {
   readonly expireBatch: number;
   readonly snapshotEveryEntries: number;
   readonly snapshotEveryBytes: number;
+  /** The state's memory budget in bytes (memory-budget.ts); default MAX_STATE_BYTES_DEFAULT. */
+  readonly maxStateBytes?: number;
 }
 
 export interface ReplicaDeps {
@@ -197,6 +200,11 @@ export class Replica implements KvService {
     if (!call.ops.some(isWriteOp)) {
       return this.linearizableRead(() => this.deps.machine.read(call, this.readTimeMs()));
     }
+    // Until calls carry their growth estimate, any put or incr counts as growing the state.
+    if (call.ops.some((op) => op.op === 'put' || op.op === 'incr') && this.memoryFull(1)) {
+      return Promise.resolve(unavailable('memory_full', 'the state is at its memory budget ' +
+        '(HIVEKV_MAX_STATE_BYTES): writes that grow it are refused; deletes and reads work'));
+    }
     const flags = { requireGrant: this.options.requireGrant };
     return this.write({ kind: 'call', call, flags }).then((result) => {
       if (result.kind !== 'done') return result;
@@ -247,6 +255,19 @@ export class Replica implements KvService {
     this.quotas.clear();
   }
 
+  /** The state's memory budget, in bytes. */
+  get maxStateBytes(): number {
+    return this.options.maxStateBytes ?? MAX_STATE_BYTES_DEFAULT;
+  }
+
+  /**
+   * True when a call that would change the state by `growthBytes` (negative: shrink) must
+   * be refused because the state is at its memory budget (memory-budget.ts).
+   */
+  memoryFull(growthBytes: number): boolean {
+    return memoryFull(this.deps.machine.memoryUse(), this.maxStateBytes, growthBytes);
+  }
+
   health(): NodeHealth {
     const status = this.core?.status();
     return {
@@ -257,6 +278,8 @@ export class Replica implements KvService {
       term: status?.term ?? 0,
       commitIndex: status?.commitIndex ?? 0,
       appliedIndex: this.deps.machine.appliedIndex,
+      stateBytes: this.deps.machine.memoryUse().stateBytes,
+      stateBytesMax: this.maxStateBytes,
     };
   }
 

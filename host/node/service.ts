@@ -12,7 +12,8 @@ export type UnavailableReason =
   | 'timeout'
   | 'storage_full'
   | 'shutting_down'
-  | 'overloaded';
+  | 'overloaded'
+  | 'memory_full';
 
 export interface Unavailable {
   readonly kind: 'unavailable';
@@ -31,6 +32,10 @@ export interface NodeHealth {
   readonly term: number;
   readonly commitIndex: number;
   readonly appliedIndex: number;
+  /** The state's byte total, as the memory budget counts it. */
+  readonly stateBytes: number;
+  /** The memory budget (HIVEKV_MAX_STATE_BYTES). */
+  readonly stateBytesMax: number;
 }
 
 export interface QuotaView {

@@ -180,7 +180,7 @@ export class FakeKvService implements KvService {
 
   health(): NodeHealth {
     return { status: 'ok', id: 'n1', role: 'leader', leader: 'n1', term: 1, commitIndex: 0,
-      appliedIndex: 0 };
+      appliedIndex: 0, stateBytes: 0, stateBytesMax: 2684354560 };
   }
 }
 
