@@ -76,9 +76,12 @@ export interface ReplicaDeps {
   readonly onSnapshot?: (event: SnapshotEvent) => void;
 }
 
-/** A snapshot this node took, installed from its leader, or restored from at start-up. */
+/**
+ * A snapshot this node began (and then took, durably, or abandoned), installed from its
+ * leader, or restored from at start-up.
+ */
 export interface SnapshotEvent {
-  readonly kind: 'taken' | 'installed' | 'restored';
+  readonly kind: 'begun' | 'taken' | 'abandoned' | 'installed' | 'restored';
   readonly index: number;
   readonly dataBytes: number;
   /** From its start to its end (taken: until durable; installed: receipt complete to restored). */
@@ -672,8 +675,11 @@ export class Replica implements KvService {
     };
     const startMs = this.deps.scheduler.nowMs();
     const taken = this.snapshotter.take(meta, encodeSnapshotPrefix(this.dedup));
+    const begun = { meta, dataBytes: this.snapshotter.dataBytes };
+    this.noteSnapshot('begun', begun, startMs);
     this.snapshotSaving = taken.then((snapshot) => {
       this.snapshotSaving = null;
+      if (snapshot === null) this.noteSnapshot('abandoned', begun, startMs);
       if (snapshot === null || this.state === 'stopped') return;
       this.noteSnapshot('taken', snapshot, startMs);
       this.pendingCompaction = snapshot;

@@ -29,6 +29,8 @@ export const RESTORE_CHUNK_BYTES = 4 * 1024 * 1024;
 /** Takes this node's snapshots, one at a time. */
 export class Snapshotter {
   private current: { aborted: boolean; done: Promise<Snapshot | null> } | null = null;
+  /** Size of the snapshot taken last (or being taken), in bytes. */
+  dataBytes = 0;
 
   constructor(
     private readonly machine: StateMachine,
@@ -53,6 +55,7 @@ export class Snapshotter {
     }
     const run = { aborted: false, done: Promise.resolve<Snapshot | null>(null) };
     const dataBytes = prefix.length + this.machine.snapshotBegin();
+    this.dataBytes = dataBytes;
     run.done = this.write(run, meta, dataBytes, prefix).finally(() => {
       if (this.current === run) this.current = null;
     });
