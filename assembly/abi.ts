@@ -7,6 +7,8 @@
 
 /** Bumped whenever a command, result or snapshot layout changes. */
 export const FORMAT_VERSION: i32 = 2;
+/** The snapshot layout before the dedup section; such snapshots still restore. */
+export const FORMAT_VERSION_NO_DEDUP: i32 = 1;
 
 // Command kinds (first byte of a command).
 export const CMD_CALL_V1: i32 = 1;

@@ -193,3 +193,41 @@ export function readDedup(rd: Reader): DedupTable | null {
   }
   return table;
 }
+
+// ---- the snapshot's dedup section (snapshot.ts) ----
+
+/** Largest dedup section a snapshot may carry, in bytes. */
+export const DEDUP_SECTION_BYTES_MAX: u32 = 64 * 1024 * 1024;
+
+/** A table read by a restore that has not swapped in yet. */
+let staged: DedupTable | null = null;
+
+/**
+ * Writes the section's content (not its length, which the caller writes) to the output
+ * region, as the table is now. Called when a snapshot begins.
+ */
+export function writeDedupSection(): void {
+  writeDedup();
+}
+
+/**
+ * Reads a section's content (the reader covers exactly its bytes) into a staged table;
+ * returns an empty string or why the bytes are not a dedup section. Changes no live state.
+ */
+export function readDedupSection(rd: Reader): string {
+  let table = readDedup(rd);
+  if (table == null || rd.pos != rd.end) return 'bad dedup section';
+  staged = table;
+  return '';
+}
+
+/** Makes the staged table live (a restore's swap) or, with nothing staged, empties it. */
+export function installDedupSection(): void {
+  installDedup(staged != null ? staged! : new DedupTable());
+  staged = null;
+}
+
+/** Drops a staged table (a failed or abandoned restore). */
+export function discardDedupSection(): void {
+  staged = null;
+}

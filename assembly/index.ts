@@ -11,17 +11,20 @@ import {
   ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX, NEXT_EXPIRY_NONE,
 } from './abi';
 import {
-  Reader, ensureInput, inputPtr, outputPtr, outputLen, resetOutput, putU8, putU32, putI64,
-  putBytes,
+  Reader, ensureInput, inputPtr, inputCap, outputPtr, outputLen, resetOutput, putU8, putU32,
+  putI64, putBytes,
 } from './buffers';
 import { admit, isSelf, setSelfOrigin } from './dedup';
 import {
   setApplied, lastTimeMs, appliedIndex, lastVersion, paused, setPaused, sweep, tenants,
-  tenantId, heapMaybeCompact, tree, stateBytes, nextExpiry,
+  tenantId, heapMaybeCompact, tree, nextExpiry, structureBytesWalk,
 } from './state';
 import { EXPIRES_NEVER } from './row';
 import { runCall, emitInvalid } from './call';
-import { writeSnapshot, readSnapshot, writeDigest, readQuota } from './snapshot';
+import { writeDigest, readQuota } from './snapshot';
+import * as slices from './snapshot-out';
+import * as chunks from './snapshot-in';
+import * as memoryUse from './memory-use';
 import { setLimits } from './request/limits';
 import { parseRequestFrame } from './request/parse';
 
@@ -51,6 +54,7 @@ export function apply(len: i32, indexLo: i32, indexHi: i32, timeLo: i32, timeHi:
   applyCommand(new Reader(inputPtr, <usize>len), time, true);
   setApplied(index, time);
   heapMaybeCompact();
+  memoryUse.collectWhenDue();
   return <i32>outputLen;
 }
 
@@ -107,6 +111,7 @@ export function applyEntries(len: i32): i32 {
     else noopEntry();
     setApplied(index, time);
     heapMaybeCompact();
+    memoryUse.collectWhenDue();
   }
   assert(rd.pos == rd.end, 'trailing bytes after the entries');
   return <i32>outputLen;
@@ -182,20 +187,73 @@ export function read(len: i32, nowLo: i32, nowHi: i32): i32 {
   return <i32>outputLen;
 }
 
-export function snapshot(): i32 {
+/**
+ * Opens a snapshot of the state as it is now (at appliedIndex): the output holds its size in
+ * bytes (i64). Entries may be applied between the slices that follow. One at a time.
+ */
+export function snapshotBegin(): i32 {
+  let total = slices.beginSnapshot();
   resetOutput();
-  writeSnapshot();
+  putI64(total);
   return <i32>outputLen;
 }
 
-/** Replaces the state with the snapshot in the input region; 0 = done, else the output
- * holds the reason as a length-prefixed string and nothing changed. */
-export function restore(len: i32): i32 {
-  resetOutput();
-  let rd = new Reader(inputPtr, <usize>len);
-  let why = readSnapshot(rd);
+/** The next slice of the open snapshot (about maxBytes, at least one row); 0 once done. */
+export function snapshotNext(maxBytes: i32): i32 {
+  return slices.nextSlice(maxBytes);
+}
+
+/** Drops the open snapshot, if any, and the rows it was keeping alive. */
+export function snapshotAbort(): void {
+  slices.abortSnapshot();
+}
+
+/** Starts a restore fed by `restoreChunk`; one under way is dropped. */
+export function restoreBegin(): i32 {
+  chunks.beginRestore();
+  return 0;
+}
+
+/** Feeds the next `len` bytes of a snapshot from the input region; 0, or a reason. */
+export function restoreChunk(len: i32): i32 {
+  assert(len >= 0 && <usize>len <= inputCap, 'restoreChunk: length beyond the input region');
+  return reasonOrZero(chunks.restoreChunk(inputPtr, <usize>len));
+}
+
+/** Replaces the state with the one restored; 0, or a reason (nothing changed). */
+export function restoreEnd(): i32 {
+  return reasonOrZero(chunks.endRestore());
+}
+
+/** Drops a restore under way (the state is untouched). */
+export function restoreAbort(): void {
+  chunks.abortRestore();
+}
+
+/** Replaces the state with an empty one at index 0, so its memory can be reused. */
+export function clearState(): void {
+  chunks.clearState();
+}
+
+/** 0 for no reason; else the output holds OUT_INVALID and the reason. */
+function reasonOrZero(why: string): i32 {
   if (why.length == 0) return 0;
+  resetOutput();
   emitInvalid(why);
+  return <i32>outputLen;
+}
+
+/** The state's byte total (i64; see state.ts), and what an open snapshot keeps alive. */
+export function stateBytes(): i32 {
+  resetOutput();
+  memoryUse.writeMemoryUse();
+  return <i32>outputLen;
+}
+
+/** A recount of the byte total from the rows and tenants (for tests): two i64. */
+export function stateBytesRecount(): i32 {
+  resetOutput();
+  memoryUse.writeRecount();
   return <i32>outputLen;
 }
 
@@ -281,7 +339,7 @@ export function isPaused(): i32 {
  */
 export function structureBytes(): i32 {
   resetOutput();
-  putI64(stateBytes());
+  putI64(structureBytesWalk());
   return <i32>outputLen;
 }
 

@@ -46,10 +46,41 @@ export type Row = ArrayBuffer;
 @inline export function rowTenant(r: Row): i32 { return <i32>bswap(load<u32>(rowKeyPtr(r))); }
 
 /**
- * Memory a row costs beyond its own buffer: the allocator's block and object headers, its
- * B+tree slot and hint, and its expiry-heap entry (measured by `npm run bench:machine`).
+ * Memory a row costs beyond its buffer's capacity: the allocator's block and object headers,
+ * its B+tree slot and hint, and its expiry-heap entry (measured by `npm run bench:machine`).
  */
 export const ROW_OVERHEAD_BYTES: i64 = 64;
+
+/** The runtime's object header inside an allocator block (gcInfo, gcInfo2, rtId, rtSize). */
+const OBJECT_HEADER_BYTES: usize = 16;
+/** Below this block payload the allocator's size classes are exact (16-byte steps). */
+const EXACT_CLASS_BYTES_MAX: usize = 256;
+
+/**
+ * Bytes a row buffer of `rowBytes` is allocated with. The allocator (TLSF) serves a request
+ * of 256 bytes or more only from the size classes above its own, so a freed block exactly
+ * the size of a request never serves the next request of that size: rows overwritten in
+ * place would leak memory until neighbours happen to merge. A row therefore takes a block
+ * the size of the start of its class (at most 1/16 more), which any later row of that class
+ * reuses; its byteLength stays `rowBytes`.
+ */
+export function rowCapacity(rowBytes: usize): usize {
+  let payload = (OBJECT_HEADER_BYTES + rowBytes + 15) & ~<usize>15;
+  if (payload >= EXACT_CLASS_BYTES_MAX) {
+    let step = <usize>1 << (<usize>(31 - clz<u32>(<u32>payload)) - 4);
+    payload = (payload + step - 1) & ~(step - 1);
+  }
+  return payload - OBJECT_HEADER_BYTES;
+}
+
+/** A zeroed row buffer of `rowBytes`, allocated as `rowCapacity` says. */
+export function allocRow(rowBytes: usize): Row {
+  let p = __new(rowCapacity(rowBytes), idof<ArrayBuffer>());
+  // The block is large enough: the runtime only records the length (no move, no copy).
+  let same = __renew(p, rowBytes);
+  assert(same == p, 'row capacity too small');
+  return changetype<Row>(p);
+}
 
 /**
  * What a row of this store key and value takes in memory, as the state's byte budget counts
@@ -57,7 +88,8 @@ export const ROW_OVERHEAD_BYTES: i64 = 64;
  */
 // @ts-ignore: decorator
 @inline export function rowFootprint(storeKeyLen: i32, valueLen: i32): i64 {
-  return <i64>ROW_HEADER_BYTES + <i64>storeKeyLen + <i64>valueLen + ROW_OVERHEAD_BYTES;
+  return <i64>rowCapacity(<usize>(ROW_HEADER_BYTES + storeKeyLen + valueLen)) +
+    ROW_OVERHEAD_BYTES;
 }
 
 /** Builds a row from a store key and a value, both given as address and length. */
@@ -65,9 +97,7 @@ export function newRow(
   keyPtr: usize, keyLen: i32, valuePtr: usize, valueLen: i32,
   version: i64, expiresAt: i64, updatedAt: i64,
 ): Row {
-  // Every byte is written below, so skip the zero fill `new ArrayBuffer` would do.
-  let r = changetype<Row>(__new(<usize>(ROW_HEADER_BYTES + keyLen + valueLen),
-    idof<ArrayBuffer>()));
+  let r = allocRow(<usize>(ROW_HEADER_BYTES + keyLen + valueLen));
   let p = changetype<usize>(r);
   store<i64>(p, version);
   store<i64>(p, expiresAt, 8);

@@ -1,26 +1,28 @@
 /**
- * Snapshot, restore and digest of the whole state. A snapshot is the header, the tenant table
- * (with quotas) and every row in key order, each row as its raw buffer; restore validates all
- * of it before replacing anything, so bad bytes leave the state untouched. The digest does
- * not depend on tenant ids or tree shape (see docs/codec.md, "Digest"), only on the logical
- * state, so a plain model can compute it too.
+ * What snapshots written in slices (snapshot-out.ts) and restores fed in chunks
+ * (snapshot-in.ts) share: the header, the quota layout and the checks every restored row
+ * must pass; and the digest of the whole state. A snapshot is the header, the tenant table
+ * (with quotas), the dedup section and every row in key order, each row as its raw buffer
+ * (docs/codec.md, "Snapshot"). The digest does not depend on tenant ids or tree shape, only
+ * on the logical state, so a plain model can compute it too.
  */
-import { SNAPSHOT_MAGIC, FORMAT_VERSION, TENANT_BYTES_MAX, SAFE_INTEGER_MAX } from './abi';
+import { SNAPSHOT_MAGIC, FORMAT_VERSION, SAFE_INTEGER_MAX } from './abi';
 import {
-  Reader, putU8, putU32, putI64, putBytes, reserveRaw, reserveOutput, outputPtr, outputLen,
+  Reader, putU8, putU32, putI64, putBytes, reserveRaw, outputLen, outputPtr,
 } from './buffers';
 import {
   Row, ROW_HEADER_BYTES, rowKeyPtr, rowKeyLen, rowVersion, rowExpiresAt, rowUpdatedAt,
   rowTenant, rowDead, rowValuePtr, rowValueLen, compareBytes, EXPIRES_NEVER,
 } from './row';
-import { Tree } from './tree';
-import { writeDedup, readDedup, installDedup, DedupTable } from './dedup';
 import {
-  tree, tenants, Tenant, Quota, lastVersion, appliedIndex, lastTimeMs, paused, resetState,
+  tree, tenants, Tenant, Quota, lastVersion, appliedIndex, lastTimeMs, paused,
 } from './state';
+import { writeDedupSection } from './dedup';
 
 /** Largest row buffer a snapshot may hold: key + value bounds + header, with room. */
-const SNAPSHOT_ROW_BYTES_MAX: u32 = 4 * 1024 * 1024;
+export const SNAPSHOT_ROW_BYTES_MAX: u32 = 4 * 1024 * 1024;
+/** Bytes of the fixed header: magic, format, appliedIndex, lastTimeMs, lastVersion, paused. */
+export const SNAPSHOT_HEADER_BYTES: i32 = 33;
 
 function putQuota(q: Quota | null): void {
   putU8(q == null ? 0 : 1);
@@ -32,7 +34,11 @@ function putQuota(q: Quota | null): void {
   putI64(q.maxWritesPerSec);
 }
 
-export function writeSnapshot(): void {
+/**
+ * Writes everything before the rows to the output region, as the state is now: the header,
+ * the tenant table, the dedup section (u32 length, content) and the row count.
+ */
+export function writeSnapshotHead(): void {
   putU32(<u32>SNAPSHOT_MAGIC);
   putU32(<u32>FORMAT_VERSION);
   putI64(appliedIndex);
@@ -45,39 +51,11 @@ export function writeSnapshot(): void {
     putBytes(changetype<usize>(t.nameBytes), <usize>t.nameBytes.byteLength);
     putQuota(t.quota);
   }
+  let lengthAt = outputLen;
+  putU32(0);
   writeDedupSection();
+  store<u32>(outputPtr + lengthAt, <u32>(outputLen - lengthAt - 4));
   putI64(<i64>tree.count);
-  let rowBytes: usize = 0;
-  tree.seekFirst();
-  while (tree.curLeaf != null) {
-    rowBytes += 4 + <usize>tree.current().byteLength;
-    tree.advance();
-  }
-  reserveOutput(rowBytes);
-  tree.seekFirst();
-  while (tree.curLeaf != null) {
-    let r = tree.current();
-    putBytes(changetype<usize>(r), <usize>r.byteLength);
-    tree.advance();
-  }
-}
-
-/** The dedup table (dedup.ts) as `u32 sectionBytes, table`; since format version 2. */
-function writeDedupSection(): void {
-  let lenAt = reserveRaw(4) - outputPtr;
-  let start = outputLen;
-  writeDedup();
-  store<u32>(outputPtr + lenAt, <u32>(outputLen - start));
-}
-
-/** Reads the section `writeDedupSection` wrote (a version 1 snapshot has none: empty). */
-function readDedupSection(rd: Reader, formatVersion: u32): DedupTable | null {
-  if (formatVersion == 1) return new DedupTable();
-  let p = rd.bytes(<u32>i32.MAX_VALUE, 'dedup section');
-  if (rd.failed) return null;
-  let section = new Reader(p, <usize>rd.lastLen);
-  let table = readDedup(section);
-  return table != null && section.pos == section.end ? table : null;
 }
 
 /** -1 (unlimited) or a safe non-negative integer. */
@@ -99,23 +77,8 @@ export function readQuota(rd: Reader): Quota {
   return q;
 }
 
-function readTenants(rd: Reader): Array<Tenant> {
-  let out = new Array<Tenant>();
-  let count = rd.u32();
-  for (let i: u32 = 0; i < count && !rd.failed; i++) {
-    let p = rd.bytes(<u32>TENANT_BYTES_MAX, 'tenant');
-    if (rd.failed) break;
-    let t = new Tenant(String.UTF8.decodeUnsafe(p, rd.lastLen));
-    let has = rd.u8();
-    if (has > 1) rd.fail('bad quota flag');
-    if (has == 1) t.quota = readQuota(rd);
-    out.push(t);
-  }
-  return out;
-}
-
 /** Checks one row buffer of a snapshot against everything the state promises. */
-function rowOk(r: Row, tenantCount: i32, version: i64, time: i64, prev: Row | null): bool {
+export function rowOk(r: Row, tenantCount: i32, version: i64, time: i64, prev: Row | null): bool {
   if (r.byteLength < ROW_HEADER_BYTES) return false;
   let kLen = rowKeyLen(r);
   if (kLen < 6 || kLen > r.byteLength - ROW_HEADER_BYTES || rowValueLen(r) < 1) return false;
@@ -133,46 +96,6 @@ function rowOk(r: Row, tenantCount: i32, version: i64, time: i64, prev: Row | nu
   while (i < kLen && load<u8>(k + i) != 0) i++;
   if (i == 4 || i >= kLen - 1) return false;
   return prev == null || compareBytes(rowKeyPtr(prev), rowKeyLen(prev), k, kLen) < 0;
-}
-
-/** Replaces the whole state from snapshot bytes; returns an empty string or why not. */
-export function readSnapshot(rd: Reader): string {
-  if (rd.u32() != <u32>SNAPSHOT_MAGIC) return 'not a snapshot';
-  let formatVersion = rd.u32();
-  if (formatVersion != 1 && formatVersion != <u32>FORMAT_VERSION) {
-    return 'unknown snapshot format';
-  }
-  let index = rd.i64(), time = rd.i64(), version = rd.i64();
-  let p = rd.u8();
-  if (index < 0 || index > SAFE_INTEGER_MAX || time < 0 || time > SAFE_INTEGER_MAX ||
-    version < 0 || version > SAFE_INTEGER_MAX || p > 1) {
-    return 'bad snapshot header';
-  }
-  let ts = readTenants(rd);
-  let dedup = readDedupSection(rd, formatVersion);
-  if (dedup == null) return rd.failed ? rd.why : 'bad dedup section';
-  let count = rd.i64();
-  if (rd.failed) return rd.why;
-  if (count < 0 || count > <i64>(rd.end - rd.pos)) return 'bad row count';
-  // Every row takes at least 4 + ROW_HEADER_BYTES bytes, which bounds count before sizing.
-  if (count > <i64>((rd.end - rd.pos) / (4 + <usize>ROW_HEADER_BYTES))) return 'bad row count';
-  let rows = new Array<Row>(<i32>count);
-  let prev: Row | null = null;
-  for (let i: i32 = 0; i < <i32>count; i++) {
-    let at = rd.bytes(SNAPSHOT_ROW_BYTES_MAX, 'row');
-    if (rd.failed) return rd.why;
-    let r = changetype<Row>(__new(<usize>rd.lastLen, idof<ArrayBuffer>()));
-    memory.copy(changetype<usize>(r), at, <usize>rd.lastLen);
-    if (!rowOk(r, ts.length, version, time, prev)) return 'bad row';
-    unchecked(rows[i] = r);
-    prev = r;
-  }
-  if (rd.pos != rd.end) return 'trailing bytes';
-  let t = new Tree();
-  t.build(rows);
-  resetState(t, ts, version, index, time, p == 1);
-  installDedup(dedup);
-  return '';
 }
 
 // ---- digest ----

@@ -1,17 +1,24 @@
 /**
  * The whole state of the machine and its bookkeeping: the ordered store, the expiry heap, the
  * version counter, tenants with their usage and quota, the pause switch. Every change to a row
- * goes through `placeRow` / `dropRow`, which keep usage, the TTL row count and the heap right.
+ * goes through `placeRow` / `dropRow`, which keep usage, the state's byte total, the TTL row
+ * count and the heap right, and hand every row that leaves to an open snapshot (preimages.ts).
  * Pure: the only time is the entry time the caller passes in.
  */
 import {
   Row, rowExpiresAt, rowVersion, rowDead, setRowDead, rowTenant, rowKeyLen, rowValueLen,
-  rowKeyPtr, EXPIRES_NEVER,
+  rowKeyPtr, rowFootprint, EXPIRES_NEVER,
 } from './row';
 import { Tree, Node } from './tree';
+import { retireRow, retireBytes } from './preimages';
 
 /** Heap entries beyond twice the TTL rows (plus this slack) trigger a compaction. */
 const HEAP_SLACK_ENTRIES: i32 = 4096;
+/**
+ * What a tenant costs in memory beyond its name: the Tenant and Quota objects with their
+ * headers, its slot in `tenants` and its entry in `tenantIds`.
+ */
+const TENANT_OVERHEAD_BYTES: i64 = 192;
 
 export class Quota {
   enabled: bool = false;
@@ -20,6 +27,14 @@ export class Quota {
   maxBytes: i64 = -1;
   maxReadsPerSec: i64 = -1;
   maxWritesPerSec: i64 = -1;
+}
+
+/**
+ * What a tenant of this name (UTF-8 bytes) takes in memory, as the state's byte total counts
+ * it: the overhead, the name as a string (at most two bytes per UTF-8 byte) and as UTF-8.
+ */
+export function tenantFootprint(nameBytes: i32): i64 {
+  return TENANT_OVERHEAD_BYTES + 3 * <i64>nameBytes;
 }
 
 export class Tenant {
@@ -50,6 +65,14 @@ export let lastTimeMs: i64 = 0;
 export let paused: bool = false;
 export let tenants = new Array<Tenant>();
 export let tenantIds = new Map<string, i32>();
+/**
+ * The state's byte total: `rowFootprint` of every row in the tree (expired rows count until
+ * swept) plus `tenantFootprint` of every tenant. Kept by `account` and `tenantId`, so reading
+ * it is O(1); `recountRowBytes` and `tenantTableBytes` recount it for tests.
+ */
+let stateBytesTotal: i64 = 0;
+/** Sum of the row buffers' byteLength over the tree: what the rows take in a snapshot. */
+let rowBufferBytesTotal: i64 = 0;
 
 export function setLastVersion(v: i64): void { lastVersion = v; }
 export function setApplied(index: i64, timeMs: i64): void {
@@ -68,9 +91,21 @@ export function tenantId(name: string, create: bool): i32 {
   if (tenantIds.has(name)) return tenantIds.get(name);
   if (!create) return -1;
   let id = tenants.length;
-  tenants.push(new Tenant(name));
+  let t = new Tenant(name);
+  tenants.push(t);
   tenantIds.set(name, id);
+  stateBytesTotal += tenantFootprint(t.nameBytes.byteLength);
   return id;
+}
+
+/** The state's byte total (see `stateBytesTotal`). */
+export function stateBytes(): i64 {
+  return stateBytesTotal;
+}
+
+/** Sum of the byteLength of every row buffer in the tree. */
+export function rowBufferBytes(): i64 {
+  return rowBufferBytesTotal;
 }
 
 /** Bytes a row counts against its tenant: user key + value (not tenant, namespace, header). */
@@ -82,10 +117,13 @@ export function rowUsageBytes(r: Row): i64 {
   return <i64>(kLen - i - 1) + <i64>rowValueLen(r);
 }
 
+/** A row enters (sign 1) or leaves (sign -1) the tree: usage, byte total, TTL rows. */
 function account(r: Row, sign: i64): void {
   let t = unchecked(tenants[rowTenant(r)]);
   t.rows += sign;
   t.bytes += sign * rowUsageBytes(r);
+  stateBytesTotal += sign * rowFootprint(rowKeyLen(r), rowValueLen(r));
+  rowBufferBytesTotal += sign * <i64>r.byteLength;
   if (rowExpiresAt(r) != EXPIRES_NEVER) ttlRows += <i32>sign;
 }
 
@@ -95,6 +133,7 @@ export function placeRow(r: Row, pushExpiry: bool): Row | null {
   if (old != null) {
     setRowDead(old, true);
     account(old, -1);
+    retireRow(old);
   }
   setRowDead(r, false);
   account(r, 1);
@@ -108,6 +147,7 @@ export function dropRow(r: Row): void {
   assert(gone === r, 'dropRow: row not in tree');
   setRowDead(r, true);
   account(r, -1);
+  retireRow(r);
 }
 
 // ---- expiry heap ----
@@ -243,14 +283,24 @@ export function nextExpiry(): i64 {
   return best;
 }
 
-/** Replaces the whole state (used by restore). */
+/**
+ * Replaces the whole state (restore, and `clearState`). Usage, the byte total and the expiry
+ * heap come from the rows; the old state is garbage from here on.
+ */
 export function resetState(
   t: Tree, ts: Array<Tenant>, version: i64, index: i64, timeMs: i64, p: bool,
 ): void {
+  retireBytes(stateBytesTotal);
   tree = t;
   tenants = ts;
   tenantIds = new Map<string, i32>();
-  for (let i = 0; i < ts.length; i++) tenantIds.set(ts[i].name, i);
+  stateBytesTotal = 0;
+  rowBufferBytesTotal = 0;
+  for (let i = 0; i < ts.length; i++) {
+    let tn = unchecked(ts[i]);
+    tenantIds.set(tn.name, i);
+    stateBytesTotal += tenantFootprint(tn.nameBytes.byteLength);
+  }
   lastVersion = version;
   appliedIndex = index;
   lastTimeMs = timeMs;
@@ -263,6 +313,8 @@ export function resetState(
     let tn = unchecked(ts[rowTenant(r)]);
     tn.rows++;
     tn.bytes += rowUsageBytes(r);
+    stateBytesTotal += rowFootprint(rowKeyLen(r), rowValueLen(r));
+    rowBufferBytesTotal += <i64>r.byteLength;
     if (rowExpiresAt(r) != EXPIRES_NEVER) {
       ttlRows++;
       entries.push(r);
@@ -272,13 +324,34 @@ export function resetState(
   heapRebuild(entries);
 }
 
+/** Recounts `rowFootprint` over the tree (tests check it against the running total). */
+export function recountRowBytes(): i64 {
+  let total: i64 = 0;
+  tree.seekFirst();
+  while (tree.curLeaf != null) {
+    let r = tree.current();
+    total += rowFootprint(rowKeyLen(r), rowValueLen(r));
+    tree.advance();
+  }
+  return total;
+}
+
+/** Recounts `tenantFootprint` over the tenant table. */
+export function tenantTableBytes(): i64 {
+  let total: i64 = 0;
+  for (let i = 0; i < tenants.length; i++) {
+    total += tenantFootprint(unchecked(tenants[i]).nameBytes.byteLength);
+  }
+  return total;
+}
+
 /** Heap bytes of one managed object with `payload` bytes: block + object header, aligned. */
 function objectBytes(payload: i64): i64 {
   return ((16 + payload + 15) & ~15) + 4;
 }
 
 /** See index.ts `structureBytes`. */
-export function stateBytes(): i64 {
+export function structureBytesWalk(): i64 {
   let total: i64 = objectBytes(<i64>heap.length * 20) + 3 * objectBytes(16);
   let nodes: i64 = 0;
   let stack = new Array<Node>();

@@ -175,6 +175,15 @@ function shiftRefs(arr: usize, from: i32, to: i32, count: i32): void {
   memory.copy(arr + (<usize>to << 2), arr + (<usize>from << 2), <usize>count << 2);
 }
 
+/**
+ * Nulls the slots [from, to) a node no longer uses. The collector visits every slot of a
+ * StaticArray, so a stale ref there would keep a replaced or removed row alive for good.
+ */
+function clearRefs(arr: usize, from: i32, to: i32): void {
+  if (to <= from) return;
+  memory.fill(arr + (<usize>from << 2), 0, <usize>(to - from) << 2);
+}
+
 export class Tree {
   root: Node = new Node(true);
   count: i32 = 0;
@@ -262,14 +271,37 @@ export class Tree {
       unchecked(leaf.rows[i] = row);
       return old;
     }
+    this.insertAt(leaf, i, row);
+    return null;
+  }
+
+  /**
+   * Inserts the row unless a row with its key is there already (that one stays); returns
+   * whether it inserted. Never reads or writes the find cache, so a second tree (the
+   * preimages of a snapshot) can use it without disturbing the live tree's cache, which
+   * shares one key buffer with every tree.
+   */
+  insertIfAbsent(row: Row): bool {
+    let k = rowKeyPtr(row), kLen = rowKeyLen(row);
+    this.cacheValid = false;
+    let leaf = this.descend(k, kLen);
+    let i = lowerBound(leaf, k, kLen);
+    if (i < leaf.n && cmpRow(unchecked(leaf.rows[i]), k, kLen) == 0) return false;
+    this.insertAt(leaf, i, row);
+    return true;
+  }
+
+  /** Inserts a new key at index i of the leaf the last descent reached, splitting if full. */
+  private insertAt(leaf: Node, i: i32, row: Row): void {
     this.count++;
     if (leaf.n < NODE_CAP) {
       leafInsert(leaf, i, row);
-      return null;
+      return;
     }
     let right = new Node(true);
     let half = NODE_CAP >> 1;
     for (let j = half; j < NODE_CAP; j++) unchecked(right.rows[j - half] = leaf.rows[j]);
+    clearRefs(changetype<usize>(leaf.rows), half, NODE_CAP);
     right.n = NODE_CAP - half;
     leaf.n = half;
     right.next = leaf.next;
@@ -280,7 +312,6 @@ export class Tree {
     rehint(leaf, changetype<Row | null>(unchecked(this.pathLo[d])), sep);
     rehint(right, sep, changetype<Row | null>(unchecked(this.pathHi[d])));
     this.insertIntoParent(d - 1, leaf, sep, right);
-    return null;
   }
 
   private insertIntoParent(level: i32, left: Node, sep: Row, right: Node): void {
@@ -306,6 +337,8 @@ export class Tree {
       for (let j = mid; j < parent.n; j++) unchecked(sib.kids![j - mid] = parent.kids![j]);
       for (let j = mid; j < parent.n - 1; j++) unchecked(sib.rows[j - mid] = parent.rows[j]);
       let promoted = unchecked(parent.rows[mid - 1]);
+      clearRefs(changetype<usize>(parent.kids!), mid, parent.n);
+      clearRefs(changetype<usize>(parent.rows), mid - 1, parent.n - 1);
       sib.n = parent.n - mid;
       parent.n = mid;
       if (ci < mid) insertInner(parent, ci, sep, right);
@@ -329,6 +362,7 @@ export class Tree {
     shiftRefs(changetype<usize>(leaf.rows), i + 1, i, leaf.n - i - 1);
     shiftHints(leaf.hints, i + 1, i, leaf.n - i - 1);
     leaf.n--;
+    clearRefs(changetype<usize>(leaf.rows), leaf.n, leaf.n + 1);
     this.count--;
     return old;
   }
@@ -370,30 +404,48 @@ export class Tree {
     this.curIdx++;
     this.settle();
   }
+}
 
-  /** Replaces the whole tree by one built from rows already in strictly increasing order. */
-  build(sorted: Array<Row>): void {
-    this.cacheValid = false;
-    let level = new Array<Node>();
-    let leaf: Node | null = null;
-    for (let i = 0; i < sorted.length; i++) {
-      if (leaf == null || leaf.n == NODE_CAP) {
-        let fresh = new Node(true);
-        if (leaf != null) leaf.next = fresh;
-        leaf = fresh;
-        level.push(fresh);
-      }
-      unchecked(leaf.rows[leaf.n] = sorted[i]);
-      leaf.n++;
+/**
+ * Builds a compact tree from rows handed over one at a time in strictly increasing key order
+ * (the caller checks the order): full leaves, chained, then the inner levels on `finish`.
+ * Holds one reference per leaf besides the rows, so a restore streamed in chunks never needs
+ * an array of every row.
+ */
+export class TreeBuilder {
+  private leaves: Array<Node> = new Array<Node>();
+  private leaf: Node | null = null;
+  count: i32 = 0;
+
+  add(row: Row): void {
+    let leaf = this.leaf;
+    if (leaf == null || leaf.n == NODE_CAP) {
+      let fresh = new Node(true);
+      if (leaf != null) leaf.next = fresh;
+      this.leaf = fresh;
+      this.leaves.push(fresh);
+      leaf = fresh;
     }
+    unchecked(leaf.rows[leaf.n] = row);
+    leaf.n++;
+    this.count++;
+  }
+
+  /** The tree of every row added; the builder must not be used afterwards. */
+  finish(): Tree {
+    let level = this.leaves;
     if (level.length == 0) level.push(new Node(true));
     rehintLevel(level);
     while (level.length > 1) {
       level = buildInnerLevel(level);
       rehintLevel(level);
     }
-    this.root = level[0];
-    this.count = sorted.length;
+    let t = new Tree();
+    t.root = level[0];
+    t.count = this.count;
+    this.leaves = new Array<Node>();
+    this.leaf = null;
+    return t;
   }
 }
 

@@ -23,6 +23,7 @@ import { StateMachine } from '../host/machine/state-machine.js';
 import { ReferenceModel } from '../test/model/reference-model.js';
 import { createUnitRandom } from '../host/core/prng.js';
 import { writeMicroJson } from './micro-json.js';
+import { restoreFromBytes, snapshotToBytes } from '../host/machine/snapshot-bytes.js';
 
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000);
 const MODEL_KEYS = Number(process.env.BENCH_MODEL_KEYS ?? 10_000);
@@ -228,9 +229,9 @@ async function main(): Promise<void> {
   console.log(`load ${fmt(KEYS)} keys in entries of ${LOAD_BATCH}: ${loadT.ms.toFixed(0)} ms ` +
     `(${fmt(KEYS / loadT.ms * 1000)} inserts/s)`);
   const memLoaded = m.memoryBytes();
-  const snap = timed(() => m.snapshot());
+  const snap = timed(() => snapshotToBytes(m));
   const fresh = StateMachine.create();
-  const restore = timed(() => fresh.restore(snap.value));
+  const restore = timed(() => restoreFromBytes(fresh, snap.value));
   const keyBytes = keyOf(0).length + 5 + 4 + 1; // user key + namespace, NUL, tenant id
   const perKey = fresh.structureBytes() / KEYS;
   console.log(`snapshot ${snap.ms.toFixed(0)} ms, ${fmt(snap.value.length)} bytes; restore ` +

@@ -33,7 +33,7 @@ function createNet(): Net {
       maxInflightAppends: 64, maxEntriesBytesPerAppend: 1024 * 1024,
       maxSnapshotChunkBytes: 1024 * 1024, preVote: true, checkQuorum: true },
     { hardState: { term: 0, votedFor: null, commitIndex: 0 }, snapshot: null,
-      snapshotData: null, entries: [] }));
+      snapshotDataBytes: null, entries: [] }));
   }
   return { cores, steps: 0 };
 }
@@ -65,7 +65,7 @@ function compactAll(net: Net): void {
     const s = core.status();
     if (s.appliedIndex === 0) continue;
     core.compact({ index: s.appliedIndex, term: s.term, timeMs: 1,
-      ...core.configurationAt(s.appliedIndex) }, new Uint8Array(0));
+      ...core.configurationAt(s.appliedIndex) }, 0);
   }
 }
 

@@ -35,6 +35,8 @@ export class MachineTrapError extends Error {
 const PACKAGE_ROOT_SEARCH_DEPTH = 8;
 /** First size asked of the input region for a read call, in bytes. */
 const READ_INPUT_BYTES_INITIAL = 4096;
+/** Largest slice `snapshotNext` asks for (the machine caps it at 64 MiB as well). */
+export const SNAPSHOT_SLICE_BYTES_MAX = 64 * 1024 * 1024;
 
 /**
  * The slice of the WebAssembly JS API this file uses, typed here because the project's lib
@@ -84,8 +86,16 @@ interface Exports {
   applyEntries(len: number): number;
   setOrigin(len: number, incarnation: number): void;
   read(len: number, nowLo: number, nowHi: number): number;
-  snapshot(): number;
-  restore(len: number): number;
+  snapshotBegin(): number;
+  snapshotNext(maxBytes: number): number;
+  snapshotAbort(): void;
+  restoreBegin(): number;
+  restoreChunk(len: number): number;
+  restoreEnd(): number;
+  restoreAbort(): void;
+  clearState(): void;
+  stateBytes(): number;
+  stateBytesRecount(): number;
   digest(): number;
   meta(): number;
   queryTenant(len: number): number;
@@ -134,6 +144,18 @@ function assertSafeTime(v: number, what: string): void {
   }
 }
 
+/** What the machine's state holds in memory (assembly/memory-use.ts). */
+export interface MemoryUse {
+  /** rowFootprint of every row (expired ones until swept) plus the tenant table. */
+  readonly stateBytes: number;
+  /** Rows an open snapshot keeps alive that are no longer in the state. */
+  readonly preimageBytes: number;
+  /** Rows retired since the last full collection: at most this much row garbage. */
+  readonly retiredBytes: number;
+  /** Full collections the machine ran to stay under the 4 GiB ceiling. */
+  readonly fullCollections: number;
+}
+
 export class StateMachine {
   private readonly x: Exports;
   private applied = 0;
@@ -173,12 +195,13 @@ export class StateMachine {
     }
   }
 
+  // Addresses come back as i32: one at or past 2 GiB is negative until read as unsigned.
   private output(len: number): Uint8Array {
-    return new Uint8Array(this.x.memory.buffer, this.x.outputRegion(), len);
+    return new Uint8Array(this.x.memory.buffer, this.x.outputRegion() >>> 0, len);
   }
 
   private input(len: number): Uint8Array {
-    const at = this.x.inputRegion(len);
+    const at = this.x.inputRegion(len) >>> 0;
     return new Uint8Array(this.x.memory.buffer, at, len);
   }
 
@@ -320,24 +343,92 @@ export class StateMachine {
     if (mine) sink.done(seq);
   }
 
-  /** The whole state as bytes (a copy, independent of wasm memory). */
-  snapshot(): Uint8Array {
-    const len = this.guard('snapshot', () => this.x.snapshot());
-    return this.output(len).slice();
+  /**
+   * Opens a snapshot of the state at `appliedIndex` and returns its size in bytes. Entries
+   * may be applied while it is open; `snapshotNext` hands it out in slices. One at a time:
+   * opening a second is a trap.
+   */
+  snapshotBegin(): number {
+    return new ByteReader(this.output(this.guard('snapshotBegin',
+      () => this.x.snapshotBegin()))).i64();
   }
 
-  /** Replaces the whole state. Throws (state unchanged) when the bytes are not a snapshot. */
-  restore(bytes: Uint8Array): void {
+  /**
+   * The next slice of the open snapshot, about `maxBytes` long (one row larger than that
+   * comes alone), as a copy; empty once every byte was handed out (the snapshot is then
+   * closed) or when none is open.
+   */
+  snapshotNext(maxBytes: number): Uint8Array {
+    const ask = Math.max(1, Math.min(Math.floor(maxBytes), SNAPSHOT_SLICE_BYTES_MAX));
+    const len = this.guard('snapshotNext', () => this.x.snapshotNext(ask));
+    return len === 0 ? new Uint8Array(0) : this.output(len).slice();
+  }
+
+  /** Drops the open snapshot, if any. */
+  snapshotAbort(): void {
+    this.guard('snapshotAbort', () => this.x.snapshotAbort());
+  }
+
+  /**
+   * Starts replacing the state with a snapshot fed in chunks (`restoreChunk`, then
+   * `restoreEnd`). The state stays as it is until `restoreEnd` succeeds.
+   */
+  restoreBegin(): void {
+    this.guard('restoreBegin', () => this.x.restoreBegin());
+  }
+
+  /** The next bytes of the snapshot, any length. Throws once the snapshot is invalid. */
+  restoreChunk(bytes: Uint8Array): void {
     this.input(bytes.length).set(bytes);
-    const len = this.guard('restore', () => this.x.restore(bytes.length));
-    if (len !== 0) {
-      const r = new ByteReader(this.output(len));
-      r.u8();
-      throw new Error(`restore: invalid snapshot: ${r.str()}`);
-    }
+    const len = this.guard('restoreChunk', () => this.x.restoreChunk(bytes.length));
+    if (len !== 0) this.refuseSnapshot(len);
+  }
+
+  /** Swaps the restored state in. Throws, with the state untouched, when it is not valid. */
+  restoreEnd(): void {
+    const len = this.guard('restoreEnd', () => this.x.restoreEnd());
+    if (len !== 0) this.refuseSnapshot(len);
+    this.readMeta();
+  }
+
+  /** Drops a restore under way; the state is untouched. */
+  restoreAbort(): void {
+    this.guard('restoreAbort', () => this.x.restoreAbort());
+  }
+
+  /** Empties the state (index 0), so its memory serves the restore that follows. */
+  clearState(): void {
+    this.guard('clearState', () => this.x.clearState());
+    this.readMeta();
+  }
+
+  private refuseSnapshot(len: number): never {
+    const r = new ByteReader(this.output(len));
+    r.u8();
+    throw new Error(`restore: invalid snapshot: ${r.str()}`);
+  }
+
+  private readMeta(): void {
     const meta = new ByteReader(this.output(this.guard('meta', () => this.x.meta())));
     this.applied = meta.i64();
     this.lastTime = meta.i64();
+  }
+
+  /**
+   * The state's byte total (rowFootprint of every row, expired ones until swept, plus the
+   * tenant table), and the bytes an open snapshot keeps alive besides (its preimages).
+   */
+  memoryUse(): MemoryUse {
+    const r = new ByteReader(this.output(this.guard('stateBytes', () => this.x.stateBytes())));
+    return { stateBytes: r.i64(), preimageBytes: r.i64(), retiredBytes: r.i64(),
+      fullCollections: r.i64() };
+  }
+
+  /** The byte total recounted from scratch: rows and tenant table apart (for tests). */
+  recountStateBytes(): { readonly rowBytes: number; readonly tenantBytes: number } {
+    const r = new ByteReader(this.output(this.guard('stateBytesRecount',
+      () => this.x.stateBytesRecount())));
+    return { rowBytes: r.i64(), tenantBytes: r.i64() };
   }
 
   /** A deterministic hash of the whole logical state, 16 hex digits. */

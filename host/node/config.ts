@@ -1,3 +1,7 @@
+import {
+  MAX_STATE_BYTES_DEFAULT, MAX_STATE_BYTES_LIMIT, MAX_STATE_BYTES_MIN,
+} from '../machine/memory-budget.js';
+
 /**
  * Node configuration: command-line flags first, then the environment variables of WIRE.md,
  * then defaults. Parsing is pure (flags and environment are passed in) so it is testable; a
@@ -75,6 +79,11 @@ export interface NodeConfig {
   readonly snapshotEveryBytes: number;
   /** HIVEKV_MIN_FREE_BYTES: below this much free disk the node refuses writes. */
   readonly minFreeBytes: number;
+  /**
+   * HIVEKV_MAX_STATE_BYTES: the state's memory budget (host/machine/memory-budget.ts); past
+   * it, writes that would grow the state are refused. 1 MiB to 3 GiB, default 2.5 GiB.
+   */
+  readonly maxStateBytes: number;
   /** HIVEKV_REQUEST_TIMEOUT_MS: a call not answered by then is a 503 (outcome unknown). */
   readonly requestTimeoutMs: number;
   /** HIVEKV_TICK_MS: one Raft tick. */
@@ -343,6 +352,8 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
     snapshotEveryBytes: intSetting(env, 'HIVEKV_SNAPSHOT_EVERY_BYTES', 256 * 1024 * 1024,
       4096, 64 * 1024 * 1024 * 1024),
     minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 1 << 40),
+    maxStateBytes: intSetting(env, 'HIVEKV_MAX_STATE_BYTES', MAX_STATE_BYTES_DEFAULT,
+      MAX_STATE_BYTES_MIN, MAX_STATE_BYTES_LIMIT),
     requestTimeoutMs: intSetting(env, 'HIVEKV_REQUEST_TIMEOUT_MS', 5000, 100, 600_000),
     tickMs: intSetting(env, 'HIVEKV_TICK_MS', 50, 1, 10_000),
     logLevel: env['HIVEKV_LOG_LEVEL'] ?? 'info',

@@ -54,3 +54,39 @@ export function machineSnapshotOf(data: Uint8Array): Uint8Array {
   if (8 + tableBytes > data.length) throw new Error('snapshot dedup table overruns the data');
   return data.subarray(8 + tableBytes);
 }
+
+/**
+ * `machineSnapshotOf` for a snapshot read in chunks: passes the machine's bytes through,
+ * skipping the dedup table an earlier release put in front of them.
+ */
+export class LegacySnapshotSkipper {
+  /** Bytes still to skip; -1 while the first 8 bytes (magic, table length) are not all in. */
+  private skip = -1;
+  private head = new Uint8Array(0);
+
+  /** The machine's bytes in `chunk` (possibly none). */
+  take(chunk: Uint8Array): Uint8Array {
+    if (this.skip < 0) {
+      const joined = new Uint8Array(this.head.length + chunk.length);
+      joined.set(this.head);
+      joined.set(chunk, this.head.length);
+      if (joined.length < 8) {
+        this.head = joined;
+        return new Uint8Array(0);
+      }
+      const view = new DataView(joined.buffer);
+      const legacy = view.getUint32(0, true) === LEGACY_SNAPSHOT_MAGIC;
+      this.skip = legacy ? 8 + view.getUint32(4, true) : 0;
+      this.head = new Uint8Array(0);
+      chunk = joined;
+    }
+    const dropped = Math.min(this.skip, chunk.length);
+    this.skip -= dropped;
+    return chunk.subarray(dropped);
+  }
+
+  /** True once the dedup table, if any, is behind: the rest was the machine's. */
+  get done(): boolean {
+    return this.skip === 0;
+  }
+}

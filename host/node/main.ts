@@ -114,6 +114,7 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
     snapshotEveryBytes: config.snapshotEveryBytes,
     clusterId,
     requestLimits: config.limits,
+    maxStateBytes: config.maxStateBytes,
   };
 }
 
@@ -147,7 +148,9 @@ export async function serve(config: NodeConfig): Promise<void> {
   });
   const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
     storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
-    onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed) });
+    onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
+    onSnapshot: (event) => logger.info({ index: event.index, bytes: event.dataBytes,
+      ms: event.ms }, `snapshot ${event.kind}`) });
   await replica.start();
   const http = await startHttpServer({
     service: replica,
@@ -163,6 +166,8 @@ export async function serve(config: NodeConfig): Promise<void> {
   const url = advertisedUrl(config, http.port, hostname());
   cluster.start(url);
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
+  metrics.readMemoryFrom(() => ({ ...machine.memoryUse(), stateBytesMax: replica.maxStateBytes,
+    machineMemoryBytes: machine.memoryBytes() }));
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
     peers: config.peers.length, join: config.join, url, console: `${url}/console`,

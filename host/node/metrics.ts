@@ -38,6 +38,15 @@ export interface RaftGauges {
   readonly isLeader: boolean;
 }
 
+/** The machine's memory, as the budget counts it and as wasm memory holds it. */
+export interface MemoryGauges {
+  readonly stateBytes: number;
+  readonly stateBytesMax: number;
+  readonly preimageBytes: number;
+  readonly fullCollections: number;
+  readonly machineMemoryBytes: number;
+}
+
 /** One tenant's live keys and bytes, as counted by the machine. */
 export interface TenantUsageSample {
   readonly tenant: string;
@@ -85,6 +94,8 @@ export class NodeMetrics implements RequestMetrics {
     'Calls refused before the machine, by reason (rate_limited, forbidden, ...).', ['reason']);
   private readonly swept: Counter;
   private readonly raft: Record<keyof RaftGauges, Gauge>;
+  /** Read at every scrape, so the memory figures are never stale. */
+  private memorySource: (() => MemoryGauges) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
   private readonly tenantBytes: Gauge<'tenant'>;
 
@@ -97,6 +108,7 @@ export class NodeMetrics implements RequestMetrics {
       registers,
     });
     this.raft = raftGauges(registers);
+    memoryGauges(registers, () => this.memorySource?.() ?? null);
     this.tenantKeys = new Gauge({
       name: 'hivekv_tenant_live_keys',
       help: 'Live keys per tenant.',
@@ -182,6 +194,11 @@ export class NodeMetrics implements RequestMetrics {
     this.raft.isLeader.set(state.isLeader ? 1 : 0);
   }
 
+  /** Where the memory gauges read their figures from at each scrape. */
+  readMemoryFrom(source: () => MemoryGauges): void {
+    this.memorySource = source;
+  }
+
   /** Replaces every tenant usage series with `list` (the largest TENANT_USAGE_SERIES_MAX). */
   setTenantUsage(list: readonly TenantUsageSample[]): void {
     const kept =
@@ -220,3 +237,24 @@ function raftGauges(registers: Registry[]): Record<keyof RaftGauges, Gauge> {
   };
 }
 
+function memoryGauges(registers: Registry[], read: () => MemoryGauges | null): void {
+  const names: Record<keyof MemoryGauges, [string, string]> = {
+    stateBytes: ['state_bytes', 'The state\'s byte total (rows and tenants), as the ' +
+      'memory budget counts it.'],
+    stateBytesMax: ['state_bytes_max', 'The memory budget (HIVEKV_MAX_STATE_BYTES): past ' +
+      'it, writes that grow the state are refused.'],
+    preimageBytes: ['snapshot_preimage_bytes', 'Replaced rows a snapshot being written ' +
+      'still holds; they count against the budget.'],
+    fullCollections: ['machine_full_collections', 'Full collections the machine ran to stay ' +
+      'under its 4 GiB ceiling.'],
+    machineMemoryBytes: ['machine_memory_bytes', 'Size of the machine\'s wasm memory (it ' +
+      'only grows).'],
+  };
+  for (const key of Object.keys(names) as Array<keyof MemoryGauges>) {
+    const [name, help] = names[key];
+    new Gauge({ name: `hivekv_${name}`, help, registers, collect() {
+      const figures = read();
+      if (figures !== null) this.set(figures[key]);
+    } });
+  }
+}

@@ -14,8 +14,11 @@
  * One fsync is in flight at a time. Everything handed to storage while it runs (the next
  * batch of proposals, received, validated, appended and replicated meanwhile) is covered by
  * the next fsync, which starts as soon as the last one returns: that is the group commit, and
- * the disk never waits for the CPU. A received snapshot is a barrier: every earlier write is
- * made durable first, then the snapshot, then the rest of its Ready.
+ * the disk never waits for the CPU. The chunks of a snapshot being received are written to
+ * a file of their own as they come (snapshotter.ts); a complete snapshot is a barrier: every
+ * earlier write is made durable first, then the snapshot, then the machine restored from it
+ * by streaming, then the rest of its Ready. This node's own snapshots are cut in slices
+ * beside the Ready loop, while entries keep applying.
  *
  * Errors: a failed write or fsync crashes the node (`onFatal`) and is never retried; a
  * machine trap is a bug and crashes it too, naming the entry. Everything the driver queues is
@@ -30,12 +33,13 @@ import {
   isWriteOp, type Command, type KvCall, type QuotaSettings,
 } from '../machine/commands.js';
 import { encodeCommand } from '../machine/codec.js';
+import { MAX_STATE_BYTES_DEFAULT, memoryFull } from '../machine/memory-budget.js';
 import type { StateMachine } from '../machine/state-machine.js';
 import type { Storage } from '../storage/storage.js';
 import type { Transport } from '../transport/transport.js';
 import type { PeerAddress } from './config.js';
 import {
-  encodeEnvelope, machineSnapshotOf, type Origin,
+  encodeEnvelope, type Origin,
 } from './envelope.js';
 import type { AppliedEntrySink } from '../machine/state-machine.js';
 import type {
@@ -43,6 +47,7 @@ import type {
 } from '../machine/request.js';
 import type { AnswerHeader } from '../machine/codec.js';
 import { Membership } from './membership.js';
+import { ChunkSender, restoreMachine, SnapshotReceiver, Snapshotter } from './snapshotter.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
   CallSink, KvService, MembersResult, MembersService, MembersView, NodeHealth, QuotaView,
@@ -89,6 +94,8 @@ export interface ReplicaOptions {
   readonly clusterId?: string;
   /** The limits the machine's request parser enforces (the node's QUEEN_KV_* settings). */
   readonly requestLimits?: RequestLimits;
+  /** The state's memory budget in bytes (memory-budget.ts); default MAX_STATE_BYTES_DEFAULT. */
+  readonly maxStateBytes?: number;
 }
 
 export interface ReplicaDeps {
@@ -103,6 +110,20 @@ export interface ReplicaDeps {
   readonly onSwept?: (removedKeys: number) => void;
   /** Takes the peer frames that are not Raft's (member status); true when it took one. */
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
+  /** Called when a snapshot was taken, installed from the leader, or restored at start. */
+  readonly onSnapshot?: (event: SnapshotEvent) => void;
+}
+
+/**
+ * A snapshot this node began (and then took, durably, or abandoned), installed from its
+ * leader, or restored from at start-up.
+ */
+export interface SnapshotEvent {
+  readonly kind: 'begun' | 'taken' | 'abandoned' | 'installed' | 'restored';
+  readonly index: number;
+  readonly dataBytes: number;
+  /** From its start to its end (taken: until durable; installed: receipt complete to restored). */
+  readonly ms: number;
 }
 
 type Settle<T> = (result: ServiceResult<T>) => void;
@@ -199,8 +220,14 @@ export class Replica implements KvService, MembersService {
   /** The term of the last applied entry, for the meta of the next snapshot. */
   private appliedTerm = 0;
   private logBytesSinceSnapshot = 0;
-  /** The snapshot file being written, if any; at most one at a time. */
+  /** This node's snapshots, sliced beside the Ready loop; at most one at a time. */
+  private readonly snapshotter: Snapshotter;
+  /** The snapshot file being written, if any. */
   private snapshotSaving: Promise<void> | null = null;
+  /** Chunks of a snapshot a leader sends, written to storage as they arrive. */
+  private readonly receiver: SnapshotReceiver;
+  /** Snapshot chunks to followers, filled from storage before they go out. */
+  private readonly chunkSender: ChunkSender;
   /** A snapshot now durable on disk, waiting to be handed to the core between Readies. */
   private pendingCompaction: Snapshot | null = null;
   /**
@@ -236,12 +263,21 @@ export class Replica implements KvService, MembersService {
       requestTimeoutMs: options.requestTimeoutMs,
     }, { core: () => this.core, transport: deps.transport, scheduler: deps.scheduler,
       pump: () => this.pump(), isRunning: () => this.state === 'running' });
+    this.snapshotter = new Snapshotter(deps.machine, deps.storage);
+    this.receiver = new SnapshotReceiver(deps.storage);
+    this.chunkSender = new ChunkSender(deps.storage,
+      (message) => this.deps.transport.send(message.to, encodeMessage(message)),
+      () => undefined);
   }
 
   /** Recovers the log and the machine, joins the cluster and starts the timers. */
   async start(): Promise<void> {
     const recovered = await this.deps.storage.recover();
-    if (recovered.snapshot !== null) this.restoreSnapshot(recovered.snapshot);
+    if (recovered.snapshot !== null) {
+      const startMs = this.deps.scheduler.nowMs();
+      await this.restoreSnapshot(recovered.snapshot);
+      this.noteSnapshot('restored', recovered.snapshot, startMs);
+    }
     const last = recovered.entries.at(-1);
     this.lastWritten = last !== undefined ? { index: last.index, term: last.term }
       : { index: recovered.snapshot?.meta.index ?? 0, term: recovered.snapshot?.meta.term ?? 0 };
@@ -262,7 +298,7 @@ export class Replica implements KvService, MembersService {
     }, {
       hardState: recovered.hardState,
       snapshot: recovered.snapshot?.meta ?? null,
-      snapshotData: recovered.snapshot?.data ?? null,
+      snapshotDataBytes: recovered.snapshot?.dataBytes ?? null,
       entries: recovered.entries,
     });
     this.membership.syncPeers();
@@ -284,6 +320,12 @@ export class Replica implements KvService, MembersService {
     const deadlineMs = this.deps.scheduler.nowMs() + this.options.requestTimeoutMs;
     if (!call.hasWrites) {
       this.read(new CallRead(this, call.command, sink, deadlineMs));
+      return;
+    }
+    if (call.growthBytes > 0 && this.memoryFull(call.growthBytes)) {
+      sink.unavailable(unavailable('memory_full', 'the state is at its memory budget ' +
+        '(HIVEKV_MAX_STATE_BYTES): writes that grow it are refused; deletes, shrinking ' +
+        'writes and reads work'));
       return;
     }
     this.write(call.command, sink, deadlineMs);
@@ -336,6 +378,19 @@ export class Replica implements KvService, MembersService {
     this.quotas.clear();
   }
 
+  /** The state's memory budget, in bytes. */
+  get maxStateBytes(): number {
+    return this.options.maxStateBytes ?? MAX_STATE_BYTES_DEFAULT;
+  }
+
+  /**
+   * True when a call that would change the state by `growthBytes` (negative: shrink) must
+   * be refused because the state is at its memory budget (memory-budget.ts).
+   */
+  memoryFull(growthBytes: number): boolean {
+    return memoryFull(this.deps.machine.memoryUse(), this.maxStateBytes, growthBytes);
+  }
+
   health(): NodeHealth {
     const status = this.core?.status();
     const member = this.core === undefined ? 'voter' : this.membership.localRole();
@@ -348,6 +403,8 @@ export class Replica implements KvService, MembersService {
       commitIndex: status?.commitIndex ?? 0,
       appliedIndex: this.deps.machine.appliedIndex,
       clusterId: this.options.clusterId ?? '',
+      stateBytes: this.deps.machine.memoryUse().stateBytes,
+      stateBytesMax: this.maxStateBytes,
     };
   }
 
@@ -406,8 +463,11 @@ export class Replica implements KvService, MembersService {
       this.syncInFlight !== null); i++) {
       await new Promise<void>((resolve) => this.deps.scheduler.after(5, resolve));
     }
-    // A snapshot being written finishes before the storage closes under it.
+    // A snapshot being written stops (the log still holds what it covers), before the
+    // storage closes under it.
+    await this.snapshotter.abort();
     await this.snapshotSaving;
+    await this.chunkSender.drain();
     this.state = 'stopped';
     await this.deps.transport.close();
     await this.deps.storage.close();
@@ -616,8 +676,11 @@ export class Replica implements KvService, MembersService {
       while (this.running() && this.installing === null && this.core.hasReady()) {
         const ready = this.core.ready();
         this.membership.syncPeers();
-        if (ready.snapshot !== null) this.installSnapshot(ready);
-        else this.takeReady(ready);
+        if (ready.snapshot !== null || ready.receivedSnapshot.length > 0) {
+          this.takeSnapshotReady(ready);
+        } else {
+          this.takeReady(ready);
+        }
       }
       this.startSync();
       this.compactWhenIdle();
@@ -704,22 +767,33 @@ export class Replica implements KvService, MembersService {
   }
 
   /**
-   * A snapshot from the leader: a barrier. Every earlier write is made durable, then the
-   * snapshot (which drops the log it replaces), then the machine is restored from it and the
-   * rest of its Ready is handled as usual, before any later Ready is taken.
+   * A Ready that carries chunks of a snapshot from the leader, or the whole of it: a barrier.
+   * The chunks are written to their file first (so a leader's transfer never outruns this
+   * disk: no later Ready, and so no answer to the next chunk, is taken meanwhile). A whole
+   * snapshot then waits until every earlier write is durable, is made durable itself (it
+   * drops the log it replaces), this node's own snapshot of a state about to go is dropped,
+   * and so is the machine's state, so the restore streaming in from the file never needs two
+   * states in memory. Then the rest of the Ready, before any later Ready is taken.
    */
-  private installSnapshot(ready: Ready): void {
-    const snapshot = ready.snapshot!;
+  private takeSnapshotReady(ready: Ready): void {
+    const snapshot = ready.snapshot;
     this.sendAll(ready.earlyMessages);
     this.installing = (async () => {
-      while (this.syncInFlight !== null || this.storageDirty) {
-        this.startSync();
-        await this.syncInFlight;
+      if (ready.receivedSnapshot.length > 0) await this.receiver.write(ready.receivedSnapshot);
+      if (snapshot !== null) {
+        while (this.syncInFlight !== null || this.storageDirty) {
+          this.startSync();
+          await this.syncInFlight;
+        }
+        const startMs = this.deps.scheduler.nowMs();
+        await this.receiver.complete(snapshot);
+        await this.snapshotter.abort();
+        this.deps.machine.clearState();
+        await this.restoreSnapshot(snapshot);
+        this.lastWritten = { index: snapshot.meta.index, term: snapshot.meta.term };
+        this.noteSnapshot('installed', snapshot, startMs);
       }
-      await this.deps.storage.saveSnapshot(snapshot.meta, snapshot.data);
-      this.restoreSnapshot(snapshot);
-      this.lastWritten = { index: snapshot.meta.index, term: snapshot.meta.term };
-      this.takeReady(ready, true);
+      if (this.state !== 'stopped') this.takeReady(ready, true);
     })().then(() => {
       this.installing = null;
       this.pump();
@@ -730,11 +804,21 @@ export class Replica implements KvService, MembersService {
   }
 
   private sendAll(messages: readonly Message[]): void {
-    for (const message of messages) this.deps.transport.send(message.to, encodeMessage(message));
+    for (const message of messages) {
+      // The core leaves a snapshot chunk's bytes to the driver: they come from storage.
+      if (message.type === 'snapshotChunk') this.chunkSender.post(message);
+      else this.deps.transport.send(message.to, encodeMessage(message));
+    }
   }
 
-  private restoreSnapshot(snapshot: Snapshot): void {
-    this.deps.machine.restore(machineSnapshotOf(snapshot.data));
+  private noteSnapshot(kind: SnapshotEvent['kind'],
+    snapshot: { meta: SnapshotMeta; dataBytes: number }, startMs: number): void {
+    this.deps.onSnapshot?.({ kind, index: snapshot.meta.index, dataBytes: snapshot.dataBytes,
+      ms: this.deps.scheduler.nowMs() - startMs });
+  }
+
+  private async restoreSnapshot(snapshot: Snapshot): Promise<void> {
+    await restoreMachine(this.deps.storage, this.deps.machine, snapshot);
     this.forgetAdminState();
     this.snapshotIndex = snapshot.meta.index;
     this.appliedTerm = snapshot.meta.term;
@@ -807,10 +891,10 @@ export class Replica implements KvService, MembersService {
   }
 
   /**
-   * Takes a snapshot when one is due. The machine is serialised here, between Readies, so
-   * the bytes match `appliedIndex`; writing them runs beside the Ready loop, so client
-   * writes keep flowing while the file is fsynced. The core drops its log only once the file
-   * is durable, and only between Readies (`compactWhenIdle`).
+   * Takes a snapshot when one is due. It begins here, between Readies, so it holds the state
+   * at `appliedIndex`; its slices are cut and written beside the Ready loop (snapshotter.ts),
+   * entries applying in between, so client writes keep flowing. The core drops its log only
+   * once the file is durable, and only between Readies (`compactWhenIdle`).
    */
   private maybeSnapshot(): void {
     const { machine } = this.deps;
@@ -825,11 +909,16 @@ export class Replica implements KvService, MembersService {
       // The configuration at the snapshot's index travels with it (thesis §4.1, §7).
       ...this.core.configurationAt(applied),
     };
-    const data = machine.snapshot();
-    this.snapshotSaving = this.deps.storage.saveSnapshot(meta, data).then(() => {
+    const startMs = this.deps.scheduler.nowMs();
+    const taken = this.snapshotter.take(meta);
+    const begun = { meta, dataBytes: this.snapshotter.dataBytes };
+    this.noteSnapshot('begun', begun, startMs);
+    this.snapshotSaving = taken.then((snapshot) => {
       this.snapshotSaving = null;
-      if (this.state === 'stopped') return;
-      this.pendingCompaction = { meta, data };
+      if (snapshot === null) this.noteSnapshot('abandoned', begun, startMs);
+      if (snapshot === null || this.state === 'stopped') return;
+      this.noteSnapshot('taken', snapshot, startMs);
+      this.pendingCompaction = snapshot;
       if (!this.pumping) this.compactWhenIdle();
     }, (error: unknown) => {
       this.snapshotSaving = null;
@@ -847,6 +936,6 @@ export class Replica implements KvService, MembersService {
     this.pendingCompaction = null;
     // A snapshot installed from the leader meanwhile is newer: the core already has it.
     if (pending.meta.index < this.snapshotIndex) return;
-    this.core.compact(pending.meta, pending.data);
+    this.core.compact(pending.meta, pending.dataBytes);
   }
 }

@@ -21,7 +21,8 @@ export type UnavailableReason =
   | 'storage_full'
   | 'shutting_down'
   | 'overloaded'
-  | 'not_a_member';
+  | 'not_a_member'
+  | 'memory_full';
 
 export interface Unavailable {
   readonly kind: 'unavailable';
@@ -48,6 +49,10 @@ export interface NodeHealth {
   readonly digest?: string;
   /** The cluster this node belongs to: a node joining it needs it (HIVEKV_CLUSTER_ID). */
   readonly clusterId?: string;
+  /** The state's byte total, as the memory budget counts it. */
+  readonly stateBytes: number;
+  /** The memory budget (HIVEKV_MAX_STATE_BYTES). */
+  readonly stateBytesMax: number;
 }
 
 export interface QuotaView {

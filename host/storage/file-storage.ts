@@ -26,16 +26,19 @@ import {
 } from './hard-state-file.js';
 import { assertSafeU64 } from './record.js';
 import {
+  checkSnapshotFile,
   listSnapshotIndexes,
-  loadSnapshotFile,
   pruneSnapshots,
   setAsideSnapshot,
-  publishSnapshotTemp,
   snapshotFileName,
-  writeSnapshotTemp,
-  type SnapshotDecode,
+  SnapshotFileError,
+  SnapshotFileReader,
+  SnapshotFileWriter,
+  type SnapshotCheck,
 } from './snapshot-files.js';
-import { StorageCorruptionError, type RecoveredState, type Storage } from './storage.js';
+import {
+  StorageCorruptionError, type RecoveredState, type SnapshotSink, type Storage,
+} from './storage.js';
 import {
   fsyncDirectory,
   SEGMENT_BYTES_DEFAULT,
@@ -48,6 +51,11 @@ import {
 export const MIN_FREE_BYTES_DEFAULT = 64 * 1024 * 1024;
 /** Free space is read from the file system at most this often (statfs is a syscall). */
 export const SPACE_CHECK_INTERVAL_MS = 500;
+/**
+ * Snapshot files kept open for chunks to followers: the kept snapshots and one more, so a
+ * transfer of a snapshot pruned meanwhile can still finish from its open handle.
+ */
+const SNAPSHOT_READERS_MAX = 3;
 
 export interface FileStorageOptions {
   /** Roll size of a WAL segment in bytes: 4 KiB .. 1 GiB, default 64 MiB. */
@@ -72,7 +80,7 @@ type Phase = 'new' | 'recovering' | 'open' | 'closed';
 interface Fallback {
   readonly index: number;
   readonly path: string;
-  readonly decode: Extract<SnapshotDecode, { kind: 'bad' }>;
+  readonly decode: Extract<SnapshotCheck, { kind: 'bad' }>;
 }
 
 export class FileStorage implements Storage {
@@ -93,6 +101,8 @@ export class FileStorage implements Storage {
   private snapshotIndex = 0;
   private lowOnSpace = false;
   private spaceCheckedAtMs = Number.NEGATIVE_INFINITY;
+  /** Open, verified snapshot files, by index, least recently used first. */
+  private readonly readers = new Map<number, Promise<SnapshotFileReader>>();
 
   /**
    * `dir` need not exist; `recover()` creates it. Throws on options out of range.
@@ -144,22 +154,26 @@ export class FileStorage implements Storage {
     await fsyncDirectory(dirname(this.dir), this.observe);
   }
 
+  /** The newest snapshot whose file verifies whole (read in chunks, never held in memory). */
   private async chooseSnapshot(): Promise<SnapshotChoice> {
     const [newest, previous] = await listSnapshotIndexes(this.snapDir);
     if (newest === undefined) return { snapshot: null, fallback: null };
-    const decoded = await loadSnapshotFile(this.snapDir, newest);
-    if (decoded.kind === 'ok') return { snapshot: decoded.snapshot, fallback: null };
+    const decoded = await checkSnapshotFile(this.snapDir, newest);
+    if (decoded.kind === 'ok') {
+      return { snapshot: { meta: decoded.meta, dataBytes: decoded.dataBytes }, fallback: null };
+    }
     const path = join(this.snapDir, snapshotFileName(newest));
     if (previous === undefined) {
       throw new StorageCorruptionError(path, decoded.offset,
         `${decoded.reason}; no older snapshot to fall back to, refusing to start`);
     }
-    const older = await loadSnapshotFile(this.snapDir, previous);
+    const older = await checkSnapshotFile(this.snapDir, previous);
     if (older.kind === 'bad') {
       throw new StorageCorruptionError(path, decoded.offset, `${decoded.reason}; the previous ` +
         `snapshot ${snapshotFileName(previous)} is damaged too (${older.reason})`);
     }
-    return { snapshot: older.snapshot, fallback: { index: newest, path, decode: decoded } };
+    return { snapshot: { meta: older.meta, dataBytes: older.dataBytes },
+      fallback: { index: newest, path, decode: decoded } };
   }
 
   /**
@@ -256,46 +270,118 @@ export class FileStorage implements Storage {
   }
 
   /**
-   * Flushes what is buffered, writes the snapshot durably, keeps the newest two, then drops
-   * WAL segments whose entries are all <= meta.index. `meta.index` may pass the log's end
-   * (a snapshot from the leader): the log then restarts after it. When the log holds an
-   * entry at `meta.index` with a term other than `meta.term`, the log from there on is
-   * discarded (Raft §7); when the terms match, entries after `meta.index` stay.
+   * Starts a snapshot written as a stream (storage.ts, SnapshotSink). The bulk of the work,
+   * writing and fsyncing the file, happens outside the lock, so log syncs (and the writes
+   * waiting on them) go on meanwhile; only the install is serialized with them.
    */
-  saveSnapshot(meta: SnapshotMeta, data: Uint8Array): Promise<void> {
-    try {
-      this.assertUsable();
-      assertSafeU64(meta.index, 'snapshot index');
-      if (meta.index < 1 || meta.index < this.snapshotIndex) {
-        throw new Error(`assertion failed: snapshot ${meta.index} is older than ` +
-          `${this.snapshotIndex}`);
-      }
-    } catch (error) {
-      return Promise.reject(error);
+  async createSnapshot(meta: SnapshotMeta, dataBytes: number): Promise<SnapshotSink> {
+    this.assertUsable();
+    assertSafeU64(meta.index, 'snapshot index');
+    if (meta.index < 1 || meta.index < this.snapshotIndex) {
+      throw new Error(`assertion failed: snapshot ${meta.index} is older than ` +
+        `${this.snapshotIndex}`);
     }
-    // The bulk of the work, writing and fsyncing the file, happens outside the lock, so log
-    // syncs (and the writes waiting on them) go on meanwhile; only the rename and the log
-    // cleanup are serialized with them.
-    const written = writeSnapshotTemp(this.snapDir, meta, data, this.observe).catch((error) => {
-      this.failure = error;
-      throw error;
-    });
-    return written.then(() => this.exclusive(async () => {
+    const writer = await this.guardIo(
+      () => SnapshotFileWriter.create(this.snapDir, meta, dataBytes, this.observe));
+    return {
+      meta,
+      dataBytes,
+      write: (chunk) => this.guardIo(() => writer.write(chunk)),
+      commit: () => this.commitSnapshot(writer),
+      abort: () => this.guardIo(() => writer.abort()),
+    };
+  }
+
+  private async commitSnapshot(writer: SnapshotFileWriter): Promise<boolean> {
+    this.assertUsable();
+    await this.guardIo(() => writer.finish());
+    return this.exclusive(async () => {
+      const meta = writer.meta;
+      if (meta.index <= this.snapshotIndex) {
+        await this.guardIo(() => writer.abort());
+        return false;
+      }
       await this.flushAll(true);
-      try {
+      await this.guardIo(async () => {
         // §7: a log entry at the snapshot's index with another term was never committed;
         // it and everything after it go, durably, before the snapshot lands.
         const termAtIndex = await this.wal.termAt(meta.index);
-        if (termAtIndex !== null && termAtIndex !== meta.term && meta.index > this.snapshotIndex) {
+        if (termAtIndex !== null && termAtIndex !== meta.term) {
           await this.wal.truncateDurably(meta.index);
         }
-        await publishSnapshotTemp(this.snapDir, meta, this.observe);
+        await writer.publish();
         await this.pruneAndDiscard(meta.index);
+      });
+      return true;
+    });
+  }
+
+  /** Reads data of the snapshot at `index` from a cached, verified handle. */
+  async readSnapshot(index: number, offset: number, length: number): Promise<Uint8Array> {
+    this.assertUsable();
+    let reader = this.readers.get(index);
+    if (reader === undefined) {
+      reader = this.openVerified(index);
+      this.readers.set(index, reader);
+      this.evictReaders();
+    } else {
+      // Most recently used goes last.
+      this.readers.delete(index);
+      this.readers.set(index, reader);
+    }
+    return (await reader).read(offset, length);
+  }
+
+  private openVerified(index: number): Promise<SnapshotFileReader> {
+    const opened = SnapshotFileReader.open(this.snapDir, index).then(async (reader) => {
+      try {
+        await reader.verify();
+        return reader;
       } catch (error) {
-        this.failure = error;
+        await reader.close();
         throw error;
       }
-    }));
+    });
+    // A file that is gone or damaged is not cached: the next ask tries again.
+    opened.catch(() => {
+      if (this.readers.get(index) === opened) this.readers.delete(index);
+    });
+    return opened;
+  }
+
+  private evictReaders(): void {
+    while (this.readers.size > SNAPSHOT_READERS_MAX) {
+      const [oldest, reader] = this.readers.entries().next().value as
+        [number, Promise<SnapshotFileReader>];
+      this.readers.delete(oldest);
+      reader.then((r) => r.close(), () => undefined).catch(() => undefined);
+    }
+  }
+
+  async *snapshotChunks(index: number, chunkBytes: number): AsyncGenerator<Uint8Array> {
+    this.assertUsable();
+    const reader = await SnapshotFileReader.open(this.snapDir, index).catch((error: unknown) => {
+      if (!(error instanceof SnapshotFileError)) throw error;
+      throw new StorageCorruptionError(error.path, error.offset, error.reason);
+    });
+    try {
+      for await (const chunk of reader.chunks(chunkBytes)) yield chunk;
+    } catch (error) {
+      if (!(error instanceof SnapshotFileError)) throw error;
+      throw new StorageCorruptionError(error.path, error.offset, error.reason);
+    } finally {
+      await reader.close();
+    }
+  }
+
+  /** Runs an I/O step; a failure makes the storage refuse everything from then on. */
+  private async guardIo<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      this.failure ??= error;
+      throw error;
+    }
   }
 
   private async pruneAndDiscard(snapshotIndex: number): Promise<void> {
@@ -326,6 +412,9 @@ export class FileStorage implements Storage {
     if (this.phase === 'closed') return;
     await this.lock;
     this.phase = 'closed';
+    const readers = [...this.readers.values()];
+    this.readers.clear();
+    for (const reader of readers) await reader.then((r) => r.close(), () => undefined);
     await this.wal.close();
   }
 

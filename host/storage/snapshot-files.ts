@@ -1,19 +1,23 @@
 /**
- * State machine snapshots in `<dir>/snap/`, one file per snapshot named by its index:
- * written to `<name>.tmp`, fsynced, renamed into place, directory fsynced; the newest
- * SNAPSHOTS_KEPT are kept so a damaged newest one can fall back to the one before it.
+ * State machine snapshots in `<dir>/snap/`, one file per snapshot named by its index. A
+ * snapshot is written as a stream of slices (it is never whole in memory): to a temp file
+ * `<name>.<n>.tmp`, with its checksum computed as the bytes go, then fsynced, renamed into
+ * place and the directory fsynced. It is read back the same way, in chunks, and the checksum
+ * is verified before anything read is trusted: for restore (the last chunk comes only after
+ * the check) and before chunks go to followers. The newest SNAPSHOTS_KEPT are kept, so a
+ * damaged newest one can fall back to the one before it.
  *
  * Layout (little-endian): 0 magic u32 | 4 formatVersion u32 | 8 metaBytes u32
  *   | 12 reserved u32 (0) | 16 dataBytes u64 | 24 meta as JSON (UTF-8) | data
  *   | crc u32 over every byte before it.
- * Must never: return a snapshot whose checksum or meta does not verify.
+ * Must never: hand out the last byte of a snapshot whose checksum or meta does not verify.
  */
-import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 
 import { bootstrapConfiguration, checkConfiguration } from '../core/raft/configuration.js';
-import type { Configuration, PeerEntry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
+import type { Configuration, PeerEntry, SnapshotMeta } from '../core/raft/types.js';
 import { assertSafeU64, readU64, writeU64 } from './record.js';
 import { datasyncTimed, fsyncDirectory, writeFully, type FsyncObserver } from './wal.js';
 
@@ -21,8 +25,11 @@ import { datasyncTimed, fsyncDirectory, writeFully, type FsyncObserver } from '.
 export const SNAPSHOT_MAGIC = 0x5356_4b48;
 export const SNAPSHOT_FORMAT_VERSION = 1;
 export const SNAPSHOT_HEADER_BYTES = 24;
-/** The largest state machine snapshot (1 GiB); it is read whole at recovery. */
-export const SNAPSHOT_DATA_BYTES_MAX = 1024 * 1024 * 1024;
+/**
+ * The largest snapshot data (8 GiB): well above what a machine's 4 GiB memory can hold, so
+ * only a damaged header reaches it.
+ */
+export const SNAPSHOT_DATA_BYTES_MAX = 8 * 1024 * 1024 * 1024;
 /**
  * The largest encoded meta (256 KiB): room for a whole configuration, 32 members with their
  * addresses and 1,024 removed ids of 64 bytes each.
@@ -30,6 +37,8 @@ export const SNAPSHOT_DATA_BYTES_MAX = 1024 * 1024 * 1024;
 export const SNAPSHOT_META_BYTES_MAX = 256 * 1024;
 /** Snapshots kept on disk: the newest, and one to fall back to. */
 export const SNAPSHOTS_KEPT = 2;
+/** Bytes read at a time when a whole file is checked. */
+export const SNAPSHOT_READ_CHUNK_BYTES = 4 * 1024 * 1024;
 const CRC_BYTES = 4;
 const SNAPSHOT_NAME = /^(\d{20})\.snap$/;
 const INDEX_DIGITS = 20;
@@ -56,8 +65,9 @@ function encodeMeta(meta: SnapshotMeta): Buffer {
 
 /** Header plus meta, ready to be followed by the data and the checksum. */
 function encodePrefix(meta: SnapshotMeta, dataBytes: number): Buffer {
-  if (dataBytes > SNAPSHOT_DATA_BYTES_MAX) {
-    throw new Error(`assertion failed: snapshot data ${dataBytes} > ${SNAPSHOT_DATA_BYTES_MAX}`);
+  if (!Number.isSafeInteger(dataBytes) || dataBytes < 0 || dataBytes > SNAPSHOT_DATA_BYTES_MAX) {
+    throw new Error(`assertion failed: snapshot data ${dataBytes} outside ` +
+      `[0, ${SNAPSHOT_DATA_BYTES_MAX}]`);
   }
   const metaBytes = encodeMeta(meta);
   const prefix = Buffer.alloc(SNAPSHOT_HEADER_BYTES + metaBytes.byteLength);
@@ -68,36 +78,6 @@ function encodePrefix(meta: SnapshotMeta, dataBytes: number): Buffer {
   writeU64(view, 16, dataBytes);
   prefix.set(metaBytes, SNAPSHOT_HEADER_BYTES);
   return prefix;
-}
-
-/** A decoded snapshot, or where and why it does not verify. */
-export type SnapshotDecode =
-  | { readonly kind: 'ok'; readonly snapshot: Snapshot }
-  | { readonly kind: 'bad'; readonly offset: number; readonly reason: string };
-
-/** Verifies a snapshot file's bytes; `nameIndex` is the index its file name claims. */
-export function decodeSnapshot(bytes: Uint8Array, nameIndex: number): SnapshotDecode {
-  const bad = (offset: number, reason: string): SnapshotDecode => ({ kind: 'bad', offset, reason });
-  if (bytes.byteLength < SNAPSHOT_HEADER_BYTES + CRC_BYTES) return bad(0, 'file is short');
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const end = bytes.byteLength - CRC_BYTES;
-  if (view.getUint32(end, true) !== crc32(bytes.subarray(0, end))) {
-    return bad(end, 'checksum mismatch');
-  }
-  if (view.getUint32(0, true) !== SNAPSHOT_MAGIC) return bad(0, 'bad magic');
-  const formatVersion = view.getUint32(4, true);
-  if (formatVersion !== SNAPSHOT_FORMAT_VERSION) return bad(4, `formatVersion ${formatVersion}`);
-  const metaBytes = view.getUint32(8, true);
-  const dataBytes = readU64(view, 16);
-  if (dataBytes === null || SNAPSHOT_HEADER_BYTES + metaBytes + dataBytes !== end) {
-    return bad(8, 'meta and data lengths do not match the file length');
-  }
-  const metaStart = SNAPSHOT_HEADER_BYTES;
-  const meta = parseMeta(bytes.subarray(metaStart, metaStart + metaBytes));
-  if (meta === null) return bad(metaStart, 'meta is not valid');
-  if (meta.index !== nameIndex) return bad(metaStart, `meta index ${meta.index} != file name`);
-  const data = new Uint8Array(bytes.subarray(metaStart + metaBytes, end));
-  return { kind: 'ok', snapshot: { meta, data } };
 }
 
 function parseMeta(bytes: Uint8Array): SnapshotMeta | null {
@@ -146,61 +126,238 @@ function parseConfiguration(record: Record<string, unknown>): Configuration | nu
   return checkConfiguration(config) === null ? config : null;
 }
 
-/**
- * Writes a snapshot durably: temp file, fsync, rename, directory fsync. When it resolves the
- * snapshot survives a crash; before that, recovery sees the previous snapshots only.
- */
-export async function writeSnapshotFile(
-  snapDir: string,
-  meta: SnapshotMeta,
-  data: Uint8Array,
-  observe?: FsyncObserver,
-): Promise<void> {
-  await writeSnapshotTemp(snapDir, meta, data, observe);
-  await publishSnapshotTemp(snapDir, meta, observe);
-}
-
-/**
- * Writes and fsyncs a snapshot under its temp name; nothing reads it until
- * `publishSnapshotTemp`. A crash leaves a temp file that recovery removes.
- */
-export async function writeSnapshotTemp(
-  snapDir: string,
-  meta: SnapshotMeta,
-  data: Uint8Array,
-  observe?: FsyncObserver,
-): Promise<void> {
-  const prefix = encodePrefix(meta, data.byteLength);
-  const checksum = Buffer.alloc(CRC_BYTES);
-  checksum.writeUInt32LE(crc32(data, crc32(prefix)), 0);
-  const temp = join(snapDir, `${snapshotFileName(meta.index)}.tmp`);
-  const handle = await open(temp, 'w');
-  try {
-    await writeFully(handle, prefix, 0);
-    await writeFully(handle, data, prefix.byteLength);
-    await writeFully(handle, checksum, prefix.byteLength + data.byteLength);
-    await datasyncTimed(handle, observe);
-  } finally {
-    await handle.close();
+/** A snapshot file that does not verify: where and why. */
+export class SnapshotFileError extends Error {
+  constructor(readonly path: string, readonly offset: number, readonly reason: string) {
+    super(`snapshot ${path} at byte offset ${offset}: ${reason}`);
+    this.name = 'SnapshotFileError';
   }
 }
 
-/** Renames a written temp snapshot into place and makes the rename durable. */
-export async function publishSnapshotTemp(
-  snapDir: string,
-  meta: SnapshotMeta,
-  observe?: FsyncObserver,
-): Promise<void> {
-  const name = snapshotFileName(meta.index);
-  await rename(join(snapDir, `${name}.tmp`), join(snapDir, name));
-  await fsyncDirectory(snapDir, observe);
+function badFile(path: string, offset: number, reason: string): never {
+  throw new SnapshotFileError(path, offset, reason);
+}
+
+/** Distinguishes the temp files of one process; recovery removes every `.tmp` left over. */
+let tempSequence = 0;
+
+/**
+ * Writes one snapshot as a stream: `write` the data in order (`dataBytes` in all, known up
+ * front), then `finish` (checksum, fdatasync, close) and `publish` (rename into place,
+ * directory fsync). Until `publish` nothing reads it; a crash leaves a temp file that
+ * recovery removes. `abort` closes and removes it. One write at a time (each awaited).
+ */
+export class SnapshotFileWriter {
+  private written = 0;
+  private crc: number;
+  private closed = false;
+
+  private constructor(
+    private readonly snapDir: string,
+    readonly meta: SnapshotMeta,
+    readonly dataBytes: number,
+    private readonly tempName: string,
+    private readonly handle: FileHandle,
+    private readonly prefixBytes: number,
+    prefixCrc: number,
+    private readonly observe: FsyncObserver | undefined,
+  ) {
+    this.crc = prefixCrc;
+  }
+
+  static async create(snapDir: string, meta: SnapshotMeta, dataBytes: number,
+    observe?: FsyncObserver): Promise<SnapshotFileWriter> {
+    const prefix = encodePrefix(meta, dataBytes);
+    const tempName = `${snapshotFileName(meta.index)}.${tempSequence++}.tmp`;
+    const handle = await open(join(snapDir, tempName), 'w');
+    try {
+      await writeFully(handle, prefix, 0);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+    return new SnapshotFileWriter(snapDir, meta, dataBytes, tempName, handle, prefix.byteLength,
+      crc32(prefix), observe);
+  }
+
+  /** Bytes of data written so far. */
+  get writtenBytes(): number {
+    return this.written;
+  }
+
+  /** Appends the next bytes of data. Throws past `dataBytes` (a bug in the caller). */
+  async write(chunk: Uint8Array): Promise<void> {
+    if (this.closed) throw new Error('assertion failed: write to a closed snapshot file');
+    if (this.written + chunk.byteLength > this.dataBytes) {
+      throw new Error(`assertion failed: snapshot data passes ${this.dataBytes} bytes`);
+    }
+    const position = this.prefixBytes + this.written;
+    this.written += chunk.byteLength;
+    this.crc = crc32(chunk, this.crc);
+    await writeFully(this.handle, chunk, position);
+  }
+
+  /** Writes the checksum and makes the temp file durable. Every data byte must be written. */
+  async finish(): Promise<void> {
+    if (this.written !== this.dataBytes) {
+      throw new Error(`assertion failed: snapshot has ${this.written} of ${this.dataBytes} bytes`);
+    }
+    const checksum = Buffer.alloc(CRC_BYTES);
+    checksum.writeUInt32LE(this.crc, 0);
+    try {
+      await writeFully(this.handle, checksum, this.prefixBytes + this.written);
+      await datasyncTimed(this.handle, this.observe);
+    } finally {
+      this.closed = true;
+      await this.handle.close();
+    }
+  }
+
+  /** Renames the finished temp file into place and makes the rename durable. */
+  async publish(): Promise<void> {
+    await rename(join(this.snapDir, this.tempName),
+      join(this.snapDir, snapshotFileName(this.meta.index)));
+    await fsyncDirectory(this.snapDir, this.observe);
+  }
+
+  /** Closes and removes the temp file (nothing is left to recover). Safe to call twice. */
+  async abort(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      await this.handle.close();
+    }
+    await unlink(join(this.snapDir, this.tempName)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
+  }
+}
+
+/**
+ * Reads one snapshot file: `open` checks the header and meta against the file's length;
+ * `read` returns any range of the data; `chunks` streams the data in order and checks the
+ * checksum before it hands out the last chunk; `verify` checks the checksum alone. The
+ * handle stays open until `close`, so a file pruned meanwhile can still be read.
+ */
+export class SnapshotFileReader {
+  private constructor(
+    readonly path: string,
+    readonly meta: SnapshotMeta,
+    readonly dataBytes: number,
+    private readonly handle: FileHandle,
+    private readonly dataStart: number,
+  ) {}
+
+  /** Opens and checks the header; throws SnapshotFileError when it does not verify. */
+  static async open(snapDir: string, index: number): Promise<SnapshotFileReader> {
+    const path = join(snapDir, snapshotFileName(index));
+    const handle = await open(path, 'r');
+    try {
+      const size = (await handle.stat()).size;
+      if (size < SNAPSHOT_HEADER_BYTES + CRC_BYTES) badFile(path, 0, 'file is short');
+      const header = await readExactly(handle, 0, SNAPSHOT_HEADER_BYTES);
+      const view = new DataView(header.buffer, header.byteOffset, header.byteLength);
+      if (view.getUint32(0, true) !== SNAPSHOT_MAGIC) badFile(path, 0, 'bad magic');
+      const formatVersion = view.getUint32(4, true);
+      if (formatVersion !== SNAPSHOT_FORMAT_VERSION) {
+        badFile(path, 4, `formatVersion ${formatVersion}`);
+      }
+      const metaBytes = view.getUint32(8, true);
+      const dataBytes = readU64(view, 16);
+      if (dataBytes === null || metaBytes > SNAPSHOT_META_BYTES_MAX ||
+        SNAPSHOT_HEADER_BYTES + metaBytes + dataBytes + CRC_BYTES !== size) {
+        badFile(path, 8, 'meta and data lengths do not match the file length');
+      }
+      const meta = parseMeta(await readExactly(handle, SNAPSHOT_HEADER_BYTES, metaBytes));
+      if (meta === null) badFile(path, SNAPSHOT_HEADER_BYTES, 'meta is not valid');
+      if (meta.index !== index) {
+        badFile(path, SNAPSHOT_HEADER_BYTES, `meta index ${meta.index} != file name`);
+      }
+      return new SnapshotFileReader(path, meta, dataBytes, handle,
+        SNAPSHOT_HEADER_BYTES + metaBytes);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  /** Data bytes [offset, offset + length), which must lie inside the data. */
+  read(offset: number, length: number): Promise<Uint8Array> {
+    if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 ||
+      length < 0 || offset + length > this.dataBytes) {
+      return Promise.reject(new Error(`assertion failed: read [${offset}, +${length}) outside ` +
+        `${this.dataBytes} data bytes`));
+    }
+    return readExactly(this.handle, this.dataStart + offset, length);
+  }
+
+  /**
+   * The data in order, `chunkBytes` at a time. The checksum over the whole file is checked
+   * before the last chunk is handed out (an empty snapshot yields one empty chunk); a
+   * mismatch throws SnapshotFileError instead.
+   */
+  async *chunks(chunkBytes = SNAPSHOT_READ_CHUNK_BYTES): AsyncGenerator<Uint8Array> {
+    let crc = crc32(await readExactly(this.handle, 0, this.dataStart));
+    let offset = 0;
+    do {
+      const length = Math.min(chunkBytes, this.dataBytes - offset);
+      const chunk = await this.read(offset, length);
+      crc = crc32(chunk, crc);
+      offset += length;
+      if (offset === this.dataBytes) await this.checkCrc(crc);
+      yield chunk;
+    } while (offset < this.dataBytes);
+  }
+
+  /** Checks the checksum of the whole file; throws SnapshotFileError when it does not match. */
+  async verify(chunkBytes = SNAPSHOT_READ_CHUNK_BYTES): Promise<void> {
+    let crc = 0;
+    const end = this.dataStart + this.dataBytes;
+    for (let at = 0; at < end; at += chunkBytes) {
+      crc = crc32(await readExactly(this.handle, at, Math.min(chunkBytes, end - at)), crc);
+    }
+    await this.checkCrc(crc);
+  }
+
+  private async checkCrc(crc: number): Promise<void> {
+    const end = this.dataStart + this.dataBytes;
+    const stored = await readExactly(this.handle, end, CRC_BYTES);
+    if (Buffer.from(stored).readUInt32LE(0) !== crc) {
+      throw new SnapshotFileError(this.path, end, 'checksum mismatch');
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.handle.close();
+  }
+}
+
+/** Reads exactly `length` bytes at `position`; a short file is an error. */
+async function readExactly(handle: FileHandle, position: number, length: number):
+  Promise<Uint8Array> {
+  const out = Buffer.allocUnsafe(length);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await handle.read(out, done, length - done, position + done);
+    if (bytesRead <= 0) throw new Error(`snapshot file ends before byte ${position + done}`);
+    done += bytesRead;
+  }
+  return out;
+}
+
+/** Writes a whole snapshot given as bytes durably (tests and tools). */
+export async function writeSnapshotFile(snapDir: string, meta: SnapshotMeta, data: Uint8Array,
+  observe?: FsyncObserver): Promise<void> {
+  const writer = await SnapshotFileWriter.create(snapDir, meta, data.byteLength, observe);
+  await writer.write(data);
+  await writer.finish();
+  await writer.publish();
 }
 
 /** Snapshot indexes on disk, newest first. Removes temp files a crash left behind. */
 export async function listSnapshotIndexes(snapDir: string): Promise<number[]> {
   const names = await readdir(snapDir);
   for (const name of names) {
-    if (name.endsWith('.snap.tmp')) await unlink(join(snapDir, name));
+    if (name.endsWith('.tmp')) await unlink(join(snapDir, name));
   }
   return names
     .map((name) => SNAPSHOT_NAME.exec(name)?.[1])
@@ -209,14 +366,43 @@ export async function listSnapshotIndexes(snapDir: string): Promise<number[]> {
     .sort((a, b) => b - a);
 }
 
-/** Reads and verifies one snapshot file. */
-export async function loadSnapshotFile(snapDir: string, index: number): Promise<SnapshotDecode> {
-  return decodeSnapshot(await readFile(join(snapDir, snapshotFileName(index))), index);
+/** What checking a snapshot file found: its meta and size, or where and why it is bad. */
+export type SnapshotCheck =
+  | { readonly kind: 'ok'; readonly meta: SnapshotMeta; readonly dataBytes: number }
+  | { readonly kind: 'bad'; readonly offset: number; readonly reason: string };
+
+/** Checks one snapshot file whole (header, meta, checksum), reading it in chunks. */
+export async function checkSnapshotFile(snapDir: string, index: number): Promise<SnapshotCheck> {
+  let reader: SnapshotFileReader;
+  try {
+    reader = await SnapshotFileReader.open(snapDir, index);
+  } catch (error) {
+    if (error instanceof SnapshotFileError) {
+      return { kind: 'bad', offset: error.offset, reason: error.reason };
+    }
+    throw error;
+  }
+  try {
+    await reader.verify();
+    return { kind: 'ok', meta: reader.meta, dataBytes: reader.dataBytes };
+  } catch (error) {
+    if (error instanceof SnapshotFileError) {
+      return { kind: 'bad', offset: error.offset, reason: error.reason };
+    }
+    throw error;
+  } finally {
+    await reader.close();
+  }
 }
 
 /** Deletes all but the newest SNAPSHOTS_KEPT snapshots, then fsyncs the directory. */
 export async function pruneSnapshots(snapDir: string, observe?: FsyncObserver): Promise<void> {
-  const indexes = await listSnapshotIndexes(snapDir);
+  const names = await readdir(snapDir);
+  const indexes = names
+    .map((name) => SNAPSHOT_NAME.exec(name)?.[1])
+    .filter((digits): digits is string => digits !== undefined)
+    .map(Number)
+    .sort((a, b) => b - a);
   const old = indexes.slice(SNAPSHOTS_KEPT);
   for (const index of old) await unlink(join(snapDir, snapshotFileName(index)));
   if (old.length > 0) await fsyncDirectory(snapDir, observe);

@@ -12,15 +12,37 @@
  *   `recover()` reject with a `StorageCorruptionError` naming the file and the offset.
  * - A failed write or fsync rejects `sync()`; the driver then crashes the process and never
  *   retries (an fsync failure leaves the page cache in an unknown state).
+ * - Snapshots are streamed both ways and never held whole in memory.
  */
 import type { Entry, HardState, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 
 export interface RecoveredState {
   readonly hardState: HardState;
-  /** The newest valid snapshot, or null. */
+  /** The newest valid snapshot (its checksum verified), or null; read it with `snapshotChunks`. */
   readonly snapshot: Snapshot | null;
   /** Every entry after the snapshot's index, in order, with no holes. */
   readonly entries: readonly Entry[];
+}
+
+/**
+ * A snapshot being written as a stream of slices: this node's own, or one a leader sends in
+ * chunks. Writes are awaited one at a time, in order, `dataBytes` in all.
+ */
+export interface SnapshotSink {
+  readonly meta: SnapshotMeta;
+  readonly dataBytes: number;
+  /** Appends the next bytes. Rejects on an I/O error (the storage then refuses everything). */
+  write(chunk: Uint8Array): Promise<void>;
+  /**
+   * Every byte written: flushes what is buffered, makes the snapshot durable and installs it
+   * (Raft §7: a log entry at its index with another term goes, and everything after it),
+   * keeps the newest two and drops log records it covers; entries after `meta.index` stay.
+   * Resolves false, having removed it, when a snapshot at or past its index was installed
+   * meanwhile (the driver then ignores it).
+   */
+  commit(): Promise<boolean>;
+  /** Abandons the snapshot: nothing of it remains. */
+  abort(): Promise<void>;
 }
 
 export interface Storage {
@@ -40,10 +62,21 @@ export interface Storage {
   /** Makes everything buffered durable: one write and one fsync per file touched. */
   sync(): Promise<void>;
   /**
-   * Writes a snapshot aside, fsyncs it, renames it into place, then drops log records
-   * covered by it. Entries after `meta.index` stay.
+   * Starts writing a snapshot of `dataBytes` bytes at `meta.index` (see SnapshotSink).
+   * Rejects when it is older than the installed snapshot. Several may be under way.
    */
-  saveSnapshot(meta: SnapshotMeta, data: Uint8Array): Promise<void>;
+  createSnapshot(meta: SnapshotMeta, dataBytes: number): Promise<SnapshotSink>;
+  /**
+   * Bytes [offset, offset + length) of the data of the installed snapshot at `index`, after
+   * its checksum is verified; for chunks sent to followers. Rejects once it is gone.
+   */
+  readSnapshot(index: number, offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * The data of the installed snapshot at `index`, in order, `chunkBytes` at a time. Its
+   * checksum is checked before the last chunk is handed out: on a mismatch the iteration
+   * throws instead, so a consumer commits nothing it read from a damaged snapshot.
+   */
+  snapshotChunks(index: number, chunkBytes: number): AsyncIterable<Uint8Array>;
   /** True while free space is too low to take writes safely; the driver refuses writes. */
   isLowOnSpace(): boolean;
   close(): Promise<void>;
@@ -58,4 +91,12 @@ export class StorageCorruptionError extends Error {
     super(`corrupt data in ${file} at byte offset ${offset}: ${detail}`);
     this.name = 'StorageCorruptionError';
   }
+}
+
+/** Writes a whole snapshot given as bytes (tests and tools); resolves whether it installed. */
+export async function saveSnapshotBytes(storage: Storage, meta: SnapshotMeta,
+  data: Uint8Array): Promise<boolean> {
+  const sink = await storage.createSnapshot(meta, data.byteLength);
+  await sink.write(data);
+  return sink.commit();
 }

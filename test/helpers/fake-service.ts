@@ -249,7 +249,7 @@ export class FakeKvService implements KvService {
 
   health(): NodeHealth {
     return { status: 'ok', id: 'n1', role: 'leader', leader: 'n1', term: 1, commitIndex: 0,
-      appliedIndex: 0, clusterId: 'hivekv-fake' };
+      appliedIndex: 0, clusterId: 'hivekv-fake', stateBytes: 0, stateBytesMax: 2684354560 };
   }
 }
 

@@ -1,8 +1,10 @@
 /**
  * A three-node cluster of real processes over loopback WebSocket: any node answers, a read on
  * one node sees a write another acknowledged, the loss of the leader costs no acknowledged
- * write, and a restarted member catches up.
+ * write, a restarted member catches up, from the log or from a snapshot sent in chunks.
  */
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call, freePort, kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
@@ -10,6 +12,10 @@ import {
 
 const IDS = ['n1', 'n2', 'n3'] as const;
 const LEADER_WAIT_MS = 20_000;
+/** Snapshots come often, so a member that was down catches up from one. */
+const SETTINGS = { ...UNLIMITED_RATES, HIVEKV_SNAPSHOT_EVERY_ENTRIES: '10' };
+/** A 60 KB JSON string value. */
+const BIG_VALUE = 'x'.repeat(60_000);
 
 interface Member {
   readonly id: string;
@@ -24,7 +30,7 @@ let peersFlag = '';
 async function startMember(member: Member): Promise<NodeProcess> {
   const node = await startNode({
     dataDir: member.dir,
-    env: { ...UNLIMITED_RATES, HIVEKV_CLUSTER_SECRET: 'cluster-test-secret-0123456789' },
+    env: { ...SETTINGS, HIVEKV_CLUSTER_SECRET: 'cluster-test-secret-0123456789' },
     args: ['--id', member.id, '--peers', peersFlag],
   });
   member.process = node;
@@ -129,6 +135,39 @@ describe('a three-node cluster', () => {
       }
       expect(seen).toBe(true);
     }, 90_000);
+
+  it('a member that was down while the log was compacted catches up from a snapshot ' +
+    'sent in chunks', async () => {
+    const leaderId = await agreedLeader();
+    const lagging = members.find((m) => m.id !== leaderId)!;
+    await lagging.process?.kill();
+    lagging.process = null;
+    const leader = member(leaderId).process!;
+    // About 4.7 MB of values: the snapshot takes several 1 MiB chunks.
+    for (let call = 0; call < 5; call++) {
+      const ops = Array.from({ length: 16 }, (_, i) => ({ op: 'put', ns: 'big',
+        key: `b${call}-${i}`, value: BIG_VALUE, forever: true }));
+      expect((await kv(leader.url, ops)).status).toBe(200);
+    }
+    for (let i = 0; i < 25; i++) {
+      expect((await kv(leader.url, [{ op: 'put', ns: 'big', key: `s${i}`, value: i,
+        forever: true }])).status).toBe(200);
+    }
+    const back = await startMember(lagging);
+    const deadline = Date.now() + LEADER_WAIT_MS;
+    while (!back.output().includes('snapshot installed') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(back.output()).toContain('snapshot installed');
+    const got = await kv(back.url, [{ op: 'getMany', ns: 'big',
+      keys: ['b0-0', 'b4-15', 's24'] }]);
+    expect(got.body.results[0].missing).toEqual([]);
+    expect(got.body.results[0].rows.map((r: { value: unknown }) => r.value))
+      .toEqual([BIG_VALUE, BIG_VALUE, 24]);
+    const snaps = readdirSync(join(lagging.dir, 'snap')).filter((n) => n.endsWith('.snap'));
+    expect(Math.max(...snaps.map((n) => statSync(join(lagging.dir, 'snap', n)).size)))
+      .toBeGreaterThan(4 * 1024 * 1024);
+  }, 90_000);
 
   it('hands leadership over on SIGTERM and keeps serving', async () => {
     const leaderId = await agreedLeader();

@@ -1,7 +1,9 @@
 /**
  * A tiny in-test Raft network: RaftCore instances, an in-memory "disk" per node, and a FIFO
  * of messages delivered between them. It drives each core the way the node driver must
- * (ready.ts): send early messages, persist, send messages, apply, advance.
+ * (ready.ts): send early messages, persist, send messages, apply, advance; and, like the
+ * driver, it fills the snapshot chunks a leader sends from the snapshots on its disk and
+ * writes the chunks a follower receives to its disk.
  *
  * Used by the unit tests (test/unit/raft-*.test.ts), the interaction interpreter and the
  * step() benchmark. Every loop is bounded. It checks state machine safety as it goes:
@@ -12,7 +14,7 @@ import {
 } from '../../host/core/raft/raft.js';
 import type { Message } from '../../host/core/raft/messages.js';
 import type { Ready } from '../../host/core/raft/ready.js';
-import type { Entry, HardState, Snapshot } from '../../host/core/raft/types.js';
+import type { Entry, HardState, Snapshot, SnapshotMeta } from '../../host/core/raft/types.js';
 import { EMPTY_HARD_STATE } from '../../host/core/raft/types.js';
 import {
   decodeConfigEntry, type MembershipChange,
@@ -21,7 +23,18 @@ import {
 export interface Disk {
   hardState: HardState;
   snapshot: Snapshot | null;
+  /** The bytes of `snapshot`. */
+  snapshotData: Uint8Array | null;
+  /** Every snapshot's bytes by index, as storage keeps files (a leader sends from here). */
+  snapshots: Map<number, Uint8Array>;
+  /** The snapshot being received: its chunks so far. */
+  incoming: { meta: SnapshotMeta; parts: Uint8Array[]; bytes: number } | null;
   entries: Entry[];
+}
+
+function emptyDisk(): Disk {
+  return { hardState: EMPTY_HARD_STATE, snapshot: null, snapshotData: null,
+    snapshots: new Map(), incoming: null, entries: [] };
 }
 
 export interface Node {
@@ -70,9 +83,9 @@ export class Cluster {
   private createNode(id: string, voters: readonly string[]): Node {
     const base = defaultConfig(id, voters, this.seed * 1000 + this.nodes.size);
     const config = this.configure === undefined ? base : this.configure(base);
-    const disk: Disk = { hardState: EMPTY_HARD_STATE, snapshot: null, entries: [] };
+    const disk = emptyDisk();
     const raft = createRaft(config, { hardState: disk.hardState, snapshot: null,
-      snapshotData: null, entries: [] });
+      snapshotDataBytes: null, entries: [] });
     const node: Node = { id, raft, config, disk, applied: [], appliedIndex: 0, readStates: [],
       membershipAnswers: [], up: true };
     this.nodes.set(id, node);
@@ -100,9 +113,9 @@ export class Cluster {
     const node = this.node(id);
     if (!node.up || !node.raft.hasReady()) return null;
     const ready = node.raft.ready();
-    this.queue.push(...ready.earlyMessages);
+    this.queue.push(...fillChunks(node.disk, ready.earlyMessages));
     persist(node.disk, ready);
-    this.queue.push(...ready.messages);
+    this.queue.push(...fillChunks(node.disk, ready.messages));
     this.apply(node, ready);
     node.readStates.push(...ready.readStates);
     node.membershipAnswers.push(...ready.membershipAnswers);
@@ -190,13 +203,25 @@ export class Cluster {
     this.queue = this.queue.filter((m) => m.to !== id && m.from !== id);
   }
 
+  /**
+   * Snapshots `id` at `meta` with these bytes: stored first (for chunks to followers), then
+   * the core compacts. The disk's log and recovered snapshot stay as they were, so a restart
+   * recovers the whole log, as it always has here.
+   */
+  compact(id: string, meta: SnapshotMeta, data: Uint8Array): void {
+    const node = this.node(id);
+    node.disk.snapshots.set(meta.index, data);
+    node.raft.compact(meta, data.length);
+  }
+
   /** Recreates the core of `id` from its disk, as a process restart would. */
   restart(id: string): void {
     const node = this.node(id);
+    node.disk.incoming = null;
     node.raft = createRaft(node.config, {
       hardState: node.disk.hardState,
       snapshot: node.disk.snapshot?.meta ?? null,
-      snapshotData: node.disk.snapshot?.data ?? null,
+      snapshotDataBytes: node.disk.snapshot?.dataBytes ?? null,
       entries: node.disk.entries,
     });
     node.applied = [];
@@ -225,10 +250,63 @@ export class Cluster {
   }
 }
 
+/**
+ * The driver's part for a leader's snapshot chunks: the bytes come from the disk. A chunk
+ * of a snapshot the disk no longer holds is not sent (the core sends a newer one later).
+ */
+function fillChunks(disk: Disk, messages: readonly Message[]): Message[] {
+  const out: Message[] = [];
+  for (const m of messages) {
+    if (m.type !== 'snapshotChunk') {
+      out.push(m);
+      continue;
+    }
+    const data = disk.snapshots.get(m.meta.index);
+    if (data !== undefined) {
+      out.push({ ...m, data: data.subarray(m.offset, m.offset + m.chunkBytes) });
+    }
+  }
+  return out;
+}
+
+/** Writes a follower's received chunks in order; returns the whole snapshot once complete. */
+function writeReceived(disk: Disk, ready: Ready): void {
+  for (const step of ready.receivedSnapshot) {
+    if (step.type === 'abandon') {
+      disk.incoming = null;
+    } else if (step.offset === 0) {
+      disk.incoming = { meta: step.meta, parts: [step.data], bytes: step.data.length };
+    } else {
+      const incoming = disk.incoming;
+      if (incoming === null || incoming.meta.index !== step.meta.index ||
+        incoming.bytes !== step.offset) {
+        throw new Error(`chunk at ${step.offset} of ${step.meta.index} out of order`);
+      }
+      incoming.parts.push(step.data);
+      incoming.bytes += step.data.length;
+    }
+  }
+}
+
 /** Writes a Ready to a disk: snapshot (log restarts after it), entries, hard state. */
 export function persist(disk: Disk, ready: Ready): void {
+  writeReceived(disk, ready);
   if (ready.snapshot !== null) {
+    const incoming = disk.incoming;
+    if (incoming === null || incoming.meta.index !== ready.snapshot.meta.index ||
+      incoming.bytes !== ready.snapshot.dataBytes) {
+      throw new Error(`snapshot ${ready.snapshot.meta.index} installed before it was received`);
+    }
+    const data = new Uint8Array(incoming.bytes);
+    let at = 0;
+    for (const part of incoming.parts) {
+      data.set(part, at);
+      at += part.length;
+    }
+    disk.incoming = null;
     disk.snapshot = ready.snapshot;
+    disk.snapshotData = data;
+    disk.snapshots.set(ready.snapshot.meta.index, data);
     disk.entries = [];
   }
   const first = ready.entries[0];

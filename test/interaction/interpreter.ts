@@ -139,7 +139,7 @@ function runCommand(c: Cluster, command: string, args: readonly string[]): strin
       const node = c.node(id);
       const last = node.applied[node.applied.length - 1];
       if (last === undefined) return ['nothing applied to compact'];
-      c.raft(id).compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+      c.compact(id, { index: last.index, term: last.term, timeMs: last.timeMs,
         ...c.raft(id).configurationAt(last.index) }, bytes(`state@${last.index}`));
       return [`compacted through ${last.index}`];
     }

@@ -28,6 +28,20 @@ export interface ModelRow {
 }
 
 const utf8 = (s: string): Buffer => Buffer.from(s, 'utf8');
+
+/**
+ * The buffer capacity the machine gives a row of `rowBytes` (assembly/row.ts): a 16-byte
+ * object header plus the row, 16-aligned; from 256 bytes on, rounded up to the start of the
+ * allocator's size class (classes of a power of two split in 16).
+ */
+export function rowCapacity(rowBytes: number): number {
+  let payload = Math.ceil((16 + rowBytes) / 16) * 16;
+  if (payload >= 256) {
+    const step = 2 ** (Math.floor(Math.log2(payload)) - 4);
+    payload = Math.ceil(payload / step) * step;
+  }
+  return payload - 16;
+}
 export const byteCompare = (a: string, b: string): number => Buffer.compare(utf8(a), utf8(b));
 const idOf = (tenant: string, ns: string, key: string): string =>
   JSON.stringify([tenant, ns, key]);
@@ -323,6 +337,22 @@ export class ReferenceModel {
           return { kind: 'write', key: op.key, ...verdicts.get(i)! };
       }
     });
+  }
+
+  /**
+   * What the rows cost as the machine's byte total counts them (assembly/row.ts
+   * `rowFootprint`): the capacity of a buffer for a 32-byte row header, the store key
+   * (tenant id, namespace, NUL, key) and the value, plus 64 bytes of overhead; expired rows
+   * count until swept.
+   */
+  rowBytes(): number {
+    let total = 0;
+    for (const r of this.rows.values()) {
+      const rowBytes = 32 + 4 + utf8(r.ns).length + 1 + utf8(r.key).length +
+        utf8(r.valueJson).length;
+      total += rowCapacity(rowBytes) + 64;
+    }
+    return total;
   }
 
   /** The same digest as the machine's (docs/codec.md, "Digest"). */

@@ -370,9 +370,9 @@ export class SimCluster {
         this.checkers.observeApply(node.id, index, timeMs, entry, node.disk);
       }
     };
-    const restore = machine.restore.bind(machine);
-    machine.restore = (bytes) => {
-      restore(bytes);
+    const restoreEnd = machine.restoreEnd.bind(machine);
+    machine.restoreEnd = () => {
+      restoreEnd();
       if (node.inc !== inc) return;
       this.trace.log(node.id, `machine restored at ${machine.appliedIndex}`);
       this.checkers.observeDigest(node.id, machine.appliedIndex, machine.digest());

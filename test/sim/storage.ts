@@ -16,7 +16,7 @@ import type {
 } from '../../host/core/raft/types.js';
 import { EMPTY_HARD_STATE } from '../../host/core/raft/types.js';
 import {
-  StorageCorruptionError, type RecoveredState, type Storage,
+  StorageCorruptionError, type RecoveredState, type SnapshotSink, type Storage,
 } from '../../host/storage/storage.js';
 import type { Faults } from './faults.js';
 import type { SimRandom } from './random.js';
@@ -30,6 +30,8 @@ const FSYNC_US_MAX = 5_000;
 const SLOW_FSYNC_US_MAX = 200_000;
 const READ_US = 500;
 const SNAPSHOT_WRITE_US = 2_000;
+/** Simulated time to write or read one chunk of a snapshot. */
+const SNAPSHOT_CHUNK_US = 200;
 
 /** FNV-1a over bytes, continuing from `hash`; the simulated checksum and the data hash. */
 export function fnv1a(bytes: Uint8Array, hash = 0x811c9dc5): number {
@@ -73,11 +75,17 @@ type PendingOp =
   | { readonly kind: 'append'; readonly entries: readonly Entry[] }
   | { readonly kind: 'hardState'; readonly hardState: HardState };
 
+/** A snapshot as it sits on the simulated disk: bytes and all. */
+export interface SimSnapshot {
+  readonly meta: SnapshotMeta;
+  readonly data: Uint8Array;
+}
+
 /** A node's disk: survives crashes; only `SimStorage` changes it. */
 export class SimDisk {
   hardState: HardState = EMPTY_HARD_STATE;
   hardStateSum = hardStateChecksum(EMPTY_HARD_STATE);
-  snapshot: Snapshot | null = null;
+  snapshot: SimSnapshot | null = null;
   snapshotSum = 0;
   /** Durable records after the snapshot, contiguous by index. */
   records: DiskRecord[] = [];
@@ -211,13 +219,73 @@ export class SimStorage implements Storage {
     });
   }
 
-  saveSnapshot(meta: SnapshotMeta, data: Uint8Array): Promise<void> {
-    const copy = data.slice();
-    return this.later(SNAPSHOT_WRITE_US, () => {
-      this.disk.saveSnapshot(meta, copy);
-      this.volatileLog = this.volatileLog.filter((e) => e.index > meta.index);
-      this.trace.log(this.disk.nodeId, `snapshot saved at ${meta.index} t${meta.term}`);
+  async createSnapshot(meta: SnapshotMeta, dataBytes: number): Promise<SnapshotSink> {
+    const installed = this.disk.snapshot?.meta.index ?? 0;
+    if (meta.index < 1 || meta.index < installed) {
+      throw new Error(`assertion failed: snapshot ${meta.index} is older than ${installed}`);
+    }
+    const data = new Uint8Array(dataBytes);
+    let written = 0;
+    return {
+      meta,
+      dataBytes,
+      write: (chunk) => {
+        if (written + chunk.length > dataBytes) {
+          return Promise.reject(new Error('assertion failed: snapshot data passes its size'));
+        }
+        data.set(chunk, written);
+        written += chunk.length;
+        return this.later(SNAPSHOT_CHUNK_US, () => undefined);
+      },
+      commit: () => {
+        if (written !== dataBytes) {
+          return Promise.reject(new Error('assertion failed: snapshot committed short'));
+        }
+        return this.later(SNAPSHOT_WRITE_US, () => this.installSnapshot(meta, data));
+      },
+      abort: () => Promise.resolve(),
+    };
+  }
+
+  private installSnapshot(meta: SnapshotMeta, data: Uint8Array): boolean {
+    if (meta.index <= (this.disk.snapshot?.meta.index ?? 0)) return false;
+    this.disk.saveSnapshot(meta, data);
+    this.volatileLog = this.volatileLog.filter((e) => e.index > meta.index);
+    this.trace.log(this.disk.nodeId, `snapshot saved at ${meta.index} t${meta.term}`);
+    return true;
+  }
+
+  /** The sim keeps one snapshot: an older one is gone, as a pruned file would be. */
+  readSnapshot(index: number, offset: number, length: number): Promise<Uint8Array> {
+    return this.later(SNAPSHOT_CHUNK_US, () => {
+      const snapshot = this.disk.snapshot;
+      if (snapshot === null || snapshot.meta.index !== index) {
+        throw new Error(`snapshot ${index} is gone`);
+      }
+      if (offset < 0 || offset + length > snapshot.data.length) {
+        throw new Error(`assertion failed: read outside snapshot ${index}`);
+      }
+      return snapshot.data.slice(offset, offset + length);
     });
+  }
+
+  async *snapshotChunks(index: number, chunkBytes: number): AsyncGenerator<Uint8Array> {
+    const snapshot = this.disk.snapshot;
+    if (snapshot === null || snapshot.meta.index !== index) {
+      throw new Error(`snapshot ${index} is gone`);
+    }
+    const data = snapshot.data;
+    let offset = 0;
+    do {
+      const end = Math.min(data.length, offset + chunkBytes);
+      const chunk = await this.later(SNAPSHOT_CHUNK_US, () => data.slice(offset, end));
+      offset = end;
+      if (offset === data.length &&
+        fnv1a(data, mix(0x811c9dc5, snapshot.meta.index)) !== this.disk.snapshotSum) {
+        throw new StorageCorruptionError(`${this.disk.nodeId}/snap`, 0, 'checksum mismatch');
+      }
+      yield chunk;
+    } while (offset < data.length);
   }
 
   isLowOnSpace(): boolean {
@@ -296,7 +364,9 @@ export class SimStorage implements Storage {
     const snapshotIndex = disk.snapshot?.meta.index ?? 0;
     const lastIndex = this.volatileLog.at(-1)?.index ?? snapshotIndex;
     const commitIndex = Math.max(snapshotIndex, Math.min(disk.hardState.commitIndex, lastIndex));
-    return { hardState: { ...disk.hardState, commitIndex }, snapshot: disk.snapshot,
+    const snapshot = disk.snapshot === null ? null
+      : { meta: disk.snapshot.meta, dataBytes: disk.snapshot.data.length };
+    return { hardState: { ...disk.hardState, commitIndex }, snapshot,
       entries: [...this.volatileLog] };
   }
 

@@ -111,7 +111,7 @@ function harness(selfId = 'n1') {
   const sent: Array<[string, Uint8Array]> = [];
   let members = ['n1', 'n2', 'n3'];
   let health: NodeHealth = { status: 'ok', id: selfId, role: 'leader', leader: selfId, term: 4,
-    commitIndex: 100, appliedIndex: 100 };
+    commitIndex: 100, appliedIndex: 100, stateBytes: 0, stateBytesMax: 1 };
   const cluster = new ClusterStatus(selfId, {
     transport: { send: (to, frame) => void sent.push([to, frame]) },
     scheduler,

@@ -8,6 +8,7 @@ import { DEDUP_ORIGINS_MAX, DEDUP_WINDOW } from '../../host/machine/abi.js';
 import { encodeCommand, type AnswerHeader } from '../../host/machine/codec.js';
 import { DEFAULT_TENANT, type Command } from '../../host/machine/commands.js';
 import { StateMachine, type AppliedEntrySink } from '../../host/machine/state-machine.js';
+import { restoreFromBytes, snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
 import { encodeEnvelope, type Origin } from '../../host/node/envelope.js';
 
 const SELF: Origin = { nodeId: 'n1', incarnation: 7 };
@@ -116,7 +117,7 @@ describe('applyEntries', () => {
     const log = new Log().add(OTHER, 3, incr('x')).add(OTHER, 3, incr('x'));
     m.applyEntries(log.entries.slice(0, 1), new Recorder());
     const restored = machine();
-    restored.restore(m.snapshot());
+    restoreFromBytes(restored, snapshotToBytes(m));
     restored.applyEntries(log.entries.slice(1), new Recorder());
     expect(counter(restored, 'x')).toBe(1);
   });

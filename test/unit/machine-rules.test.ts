@@ -8,6 +8,7 @@ import { StateMachine } from '../../host/machine/state-machine.js';
 import {
   Harness, put, putIfAbsent, del, incr, get, getMany, getPrefix, check, ttl, quotaOf, w, NS,
 } from '../model/machine-harness.js';
+import { restoreFromBytes, snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
 
 describe('reason taxonomy (kv-routes.md, "The closed reason taxonomy")', () => {
   it('exists: put with expect 0 over a live row; the loser gets the winner', () => {
@@ -301,7 +302,7 @@ describe('versions, pause, grant, quota', () => {
     h.one(del('k'));
     expect(h.one(put('k', '1'))).toMatchObject({ version: 2 });
     const h2 = new Harness();
-    h2.m.restore(h.m.snapshot());
+    restoreFromBytes(h2.m, snapshotToBytes(h.m));
     h2.index = h.index;
     expect(h2.one(put('j', '1'))).toMatchObject({ version: 3 });
   });
@@ -358,15 +359,15 @@ describe('the wrapper', () => {
   it('restore refuses a header integer beyond 2^53 - 1 (a fuzz find)', () => {
     const h = new Harness();
     h.one(put('k', '1'));
-    const snap = h.m.snapshot();
+    const snap = snapshotToBytes(h.m);
     snap[14] = 0x40; // appliedIndex, bytes 8..15: now about 2^54
-    expect(() => StateMachine.create().restore(snap)).toThrow(/invalid snapshot/);
+    expect(() => restoreFromBytes(StateMachine.create(), snap)).toThrow(/invalid snapshot/);
   });
   it('restore refuses bytes that are not a snapshot and keeps the state', () => {
     const h = new Harness();
     h.one(put('k', '1'));
     const d = h.m.digest();
-    expect(() => h.m.restore(new Uint8Array([1, 2, 3]))).toThrow(/invalid snapshot/);
+    expect(() => restoreFromBytes(h.m, new Uint8Array([1, 2, 3]))).toThrow(/invalid snapshot/);
     expect(h.m.digest()).toBe(d);
   });
 });

@@ -9,6 +9,7 @@ import { Harness, put, del, getPrefix, getMany, FOREVER } from '../model/machine
 import { byteCompare } from '../model/reference-model.js';
 import type { OpResult } from '../../host/machine/commands.js';
 import { createUnitRandom } from '../../host/core/prng.js';
+import { restoreFromBytes, snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
 
 const SEED = process.env.SEED !== undefined ? Number(process.env.SEED) : Date.now() % 2 ** 31;
 const KEYS = 12_000;
@@ -93,7 +94,7 @@ describe('ordered store at scale', () => {
     const [zt] = h.read([getMany(names[5]!)], { tenant: 'zz-tenant' });
     expect(zt).toMatchObject({ rows: [{ valueJson: '7' }] });
     const restored = new Harness();
-    restored.m.restore(h.m.snapshot());
+    restoreFromBytes(restored.m, snapshotToBytes(h.m));
     expect(restored.m.digest()).toBe(h.m.digest());
     check(restored, model);
     restored.index = restored.m.appliedIndex;

@@ -111,6 +111,17 @@ describe('configuration', () => {
     expect(() => loadConfig(flags(), env)).toThrow(message);
   });
 
+  it('takes the memory budget from HIVEKV_MAX_STATE_BYTES, 2.5 GiB by default, 1 MiB..3 GiB',
+    () => {
+      expect(loadConfig(flags(), {}).maxStateBytes).toBe(2.5 * 2 ** 30);
+      expect(loadConfig(flags(), { HIVEKV_MAX_STATE_BYTES: '1048576' }).maxStateBytes)
+        .toBe(1048576);
+      for (const bad of ['1048575', String(3 * 2 ** 30 + 1), '2.5GiB']) {
+        expect(() => loadConfig(flags(), { HIVEKV_MAX_STATE_BYTES: bad }))
+          .toThrow(/HIVEKV_MAX_STATE_BYTES/);
+      }
+    });
+
   it('lets QUEEN_KV_REQUIRE_GRANT default to the tenancy flag', () => {
     const env = { QUEEN_TENANCY_HEADER: 'true', QUEEN_KV_TRUSTED_PROXY: 'true' };
     expect(loadConfig(flags(), env).requireGrant).toBe(true);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { encodeEnvelope, machineSnapshotOf } from '../../host/node/envelope.js';
+import {
+  encodeEnvelope, LegacySnapshotSkipper, machineSnapshotOf,
+} from '../../host/node/envelope.js';
 
 const origin = { nodeId: 'n2', incarnation: 0xdeadbeef };
 
@@ -44,5 +46,27 @@ describe('stored snapshots', () => {
     view.setUint32(0, 0x48_4b_53_31, true);
     view.setUint32(4, 100, true);
     expect(() => machineSnapshotOf(data)).toThrow(/overruns/);
+  });
+
+  it('skips an earlier release\'s table in a stream split anywhere', () => {
+    const table = new TextEncoder().encode('[["n1",1,2]]');
+    const legacy = new Uint8Array(8 + table.length + 3);
+    const view = new DataView(legacy.buffer);
+    view.setUint32(0, 0x48_4b_53_31, true);
+    view.setUint32(4, table.length, true);
+    legacy.set(table, 8);
+    legacy.set([1, 2, 3], 8 + table.length);
+    const current = new Uint8Array([0x48, 0x49, 0x56, 0x4b, 2, 0, 0, 0, 9]);
+    for (const [whole, machine] of [[legacy, [1, 2, 3]], [current, [...current]]] as const) {
+      for (const size of [1, 2, 5, 9, whole.length]) {
+        const skipper = new LegacySnapshotSkipper();
+        const out: number[] = [];
+        for (let at = 0; at < whole.length; at += size) {
+          out.push(...skipper.take(whole.subarray(at, at + size)));
+        }
+        expect(out).toEqual(machine);
+        expect(skipper.done).toBe(true);
+      }
+    }
   });
 });

@@ -82,7 +82,7 @@ describe('thesis §4.1: single-server changes', () => {
     const entry: Entry = { term: 1, index: 2, timeMs: 0, type: 'config',
       data: encodeConfigEntry({ change: add('n4'), config }) };
     const n2 = createRaft(defaultConfig('n2', THREE, 2), { hardState: { term: 1, votedFor: null,
-      commitIndex: 1 }, snapshot: null, snapshotData: null, entries: [{ term: 1, index: 1,
+      commitIndex: 1 }, snapshot: null, snapshotDataBytes: null, entries: [{ term: 1, index: 1,
       timeMs: 0, type: 'empty', data: new Uint8Array(0) }] });
     n2.step({ type: 'append', from: 'n1', to: 'n2', term: 1, prevLogIndex: 1, prevLogTerm: 1,
       entries: [entry], commitIndex: 1 });
@@ -140,8 +140,8 @@ describe('thesis §4.1: single-server changes', () => {
     const n1 = c.raft('n1');
     const applied = c.node('n1').appliedIndex;
     expect(() => n1.compact({ index: applied, term: 1, timeMs: 1,
-      ...bootstrapConfiguration(THREE) }, bytes('x'))).toThrow(/configuration/);
-    n1.compact({ index: applied, term: 1, timeMs: 1, ...n1.configurationAt(applied) },
+      ...bootstrapConfiguration(THREE) }, 1)).toThrow(/configuration/);
+    c.compact('n1', { index: applied, term: 1, timeMs: 1, ...n1.configurationAt(applied) },
       bytes('x'));
     expect(n1.configuration()).toMatchObject({ index: applied, config: { learners: ['n4'] } });
   });

@@ -25,7 +25,7 @@ function follower(id: string, term: number, log: Entry[], voters = THREE,
   tweak?: (c: RaftConfig) => RaftConfig) {
   const base = defaultConfig(id, voters, 7);
   return createRaft(tweak === undefined ? base : tweak(base), {
-    hardState: { term, votedFor: null, commitIndex: 0 }, snapshot: null, snapshotData: null,
+    hardState: { term, votedFor: null, commitIndex: 0 }, snapshot: null, snapshotDataBytes: null,
     entries: log,
   });
 }
@@ -115,7 +115,7 @@ function crashAndCompact(c: Cluster, ids: string[], step: number, next: (n: numb
     const node = c.node(ids[next(ids.length)]!);
     const last = node.applied[node.applied.length - 1];
     if (node.up && last !== undefined) {
-      node.raft.compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+      c.compact(node.id, { index: last.index, term: last.term, timeMs: last.timeMs,
         ...node.raft.configurationAt(last.index) }, bytes(`state@${last.index}`));
     }
   }
@@ -353,7 +353,7 @@ describe('§5.4 safety', () => {
     // n1 restarts with 1/1, 2/2 (not committed) and wins term 3; its empty entry is 3/3.
     const n1 = createRaft({ ...defaultConfig('n1', THREE, 3), preVote: false }, {
       hardState: { term: 2, votedFor: null, commitIndex: 1 }, snapshot: null,
-      snapshotData: null, entries: entries({ from: 1, terms: [1, 2] }) });
+      snapshotDataBytes: null, entries: entries({ from: 1, terms: [1, 2] }) });
     for (let i = 0; i < 20 && n1.status().role === 'follower'; i++) n1.tick();
     n1.step({ type: 'voteResponse', from: 'n2', to: 'n1', term: 3, granted: true });
     expect(n1.status().role).toBe('leader');
@@ -512,7 +512,7 @@ describe('§7 log compaction', () => {
     const n1 = c.node('n1');
     const last = n1.applied[n1.applied.length - 1]!;
     const data = bytes('machine-state-at-7');
-    c.raft('n1').compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+    c.compact('n1', { index: last.index, term: last.term, timeMs: last.timeMs,
       ...bootstrapConfiguration(THREE) }, data);
     c.raft('n1').propose(bytes('after'), 10);
     c.tickAll(1);
@@ -529,7 +529,7 @@ describe('§7 log compaction', () => {
       c.tick('n1');
       for (let r = 0; r < 20; r++) {
         const rd = c.processReady('n3');
-        if (rd?.snapshot) installed = rd.snapshot.data;
+        if (rd?.snapshot) installed = c.node('n3').disk.snapshotData;
         c.processAll();
         if (c.queue.length === 0) break;
         c.deliverOnce();
@@ -553,11 +553,11 @@ describe('§7 log compaction', () => {
     c.tickAll(2);
     const last = c.node('n1').applied.at(-1)!;
     const data = bytes('machine-state-at-5');
-    c.raft('n1').compact({ index: last.index, term: last.term, timeMs: last.timeMs,
+    c.compact('n1', { index: last.index, term: last.term, timeMs: last.timeMs,
       ...bootstrapConfiguration(FIVE) }, data);
     c.restart('n4');
     c.tickAll(3);
-    expect(c.node('n4').disk.snapshot?.data).toEqual(data);
+    expect(c.node('n4').disk.snapshotData).toEqual(data);
     // n4 leads now; n5, behind the snapshot, can only catch up from n4's copy of it.
     c.raft('n1').transferLeadership('n4');
     c.deliverAll();
@@ -578,7 +578,7 @@ describe('§7 log compaction', () => {
     c.tickAll(40);
     expect(dropped).toBe(3);
     expect(takeMark('snapshot-resent')).toBeGreaterThan(0);
-    expect(c.node('n3').disk.snapshot?.data).toEqual(data);
+    expect(c.node('n3').disk.snapshotData).toEqual(data);
     expect(appliedTexts(c, 'n3')).toEqual(['after']);
   });
 
@@ -592,18 +592,18 @@ describe('§7 log compaction', () => {
     for (let i = 0; i < 3; i++) c.raft('n1').propose(bytes(`a${i}`), i);
     c.tickAll(2);
     const n4Last = c.node('n4').applied.at(-1)!;
-    c.raft('n4').compact({ index: n4Last.index, term: n4Last.term, timeMs: n4Last.timeMs,
+    c.compact('n4', { index: n4Last.index, term: n4Last.term, timeMs: n4Last.timeMs,
       ...c.raft('n4').configurationAt(n4Last.index) }, bytes('older-state-of-n4'));
     c.groups = [['n1', 'n2', 'n3'], ['n4'], ['n5']];
     for (let i = 0; i < 6; i++) c.raft('n1').propose(bytes(`b${i}`), 10 + i);
     c.tickAll(2);
     const n1Last = c.node('n1').applied.at(-1)!;
     const state = bytes('state-at-the-newer-index');
-    c.raft('n1').compact({ index: n1Last.index, term: n1Last.term, timeMs: n1Last.timeMs,
+    c.compact('n1', { index: n1Last.index, term: n1Last.term, timeMs: n1Last.timeMs,
       ...c.raft('n1').configurationAt(n1Last.index) }, state);
     c.groups = [['n1', 'n2', 'n3', 'n4'], ['n5']];
     c.tickAll(20);
-    expect(c.node('n4').disk.snapshot?.data).toEqual(state);
+    expect(c.node('n4').disk.snapshotData).toEqual(state);
     c.raft('n1').transferLeadership('n4');
     c.tickAll(5);
     expect(c.leaders()).toEqual(['n4']);
@@ -615,7 +615,117 @@ describe('§7 log compaction', () => {
     c.tickAll(40);
     const whole = Buffer.concat(sent).subarray(0, state.length);
     expect(text(whole)).toBe(text(state));
-    expect(c.node('n5').disk.snapshot?.data).toEqual(state);
+    expect(c.node('n5').disk.snapshotData).toEqual(state);
+  });
+
+  it('the core never holds snapshot bytes: a chunk names its range, the driver fills it', () => {
+    const { c, data, snapshotIndex } = lagging();
+    const sent: Message[] = [];
+    const n1 = c.node('n1').raft;
+    const ready = n1.ready.bind(n1);
+    n1.ready = () => {
+      const rd = ready();
+      sent.push(...rd.earlyMessages.filter((m) => m.type === 'snapshotChunk'));
+      return rd;
+    };
+    c.restart('n3');
+    c.tickAll(5);
+    expect(sent.length).toBeGreaterThan(0);
+    for (const m of sent) {
+      if (m.type !== 'snapshotChunk') continue;
+      expect(m.data.length).toBe(0);
+      expect(m.meta.index).toBe(snapshotIndex);
+      expect(m.totalBytes).toBe(data.length);
+      expect(m.chunkBytes).toBe(Math.min(4, data.length - m.offset));
+    }
+  });
+
+  it('a follower hands received chunks to its driver in order, then the snapshot (§7)', () => {
+    const f = follower('n3', 1, []);
+    const meta = { index: 9, term: 1, timeMs: 5, ...bootstrapConfiguration(THREE) };
+    const chunk = (offset: number, text3: string) => ({ type: 'snapshotChunk' as const,
+      from: 'n1', to: 'n3', term: 1, meta, offset, totalBytes: 6, chunkBytes: 3,
+      data: bytes(text3) });
+    f.step(chunk(0, 'abc'));
+    f.step(chunk(3, 'def'));
+    const rd = f.ready();
+    expect(rd.receivedSnapshot.map((s) => s.type === 'chunk' ? text(s.data) : s.type))
+      .toEqual(['abc', 'def']);
+    expect(rd.snapshot).toEqual({ meta, dataBytes: 6 });
+    f.advance(rd);
+    // A chunk whose bytes do not match its length is malformed and ignored.
+    f.step({ ...chunk(0, 'abc'), meta: { ...meta, index: 12 }, chunkBytes: 4 });
+    expect(f.hasReady()).toBe(false);
+  });
+
+  it('a transfer the follower no longer needs is abandoned, and its driver told', () => {
+    const f = follower('n3', 1, entries({ from: 1, terms: [1, 1, 1, 1] }));
+    const meta = { index: 3, term: 1, timeMs: 5, ...bootstrapConfiguration(THREE) };
+    f.step({ type: 'snapshotChunk', from: 'n1', to: 'n3', term: 1, meta: { ...meta, index: 9 },
+      offset: 0, totalBytes: 6, chunkBytes: 3, data: bytes('abc') });
+    drain(f);
+    // The log already matches at 3: this snapshot is covered; the one under way is dropped.
+    f.step({ type: 'snapshotChunk', from: 'n1', to: 'n3', term: 1, meta, offset: 0,
+      totalBytes: 6, chunkBytes: 3, data: bytes('xyz') });
+    const rd = f.ready();
+    expect(rd.receivedSnapshot).toEqual([{ type: 'abandon', meta: { ...meta, index: 9 } }]);
+    f.advance(rd);
+  });
+
+  it('a follower that installed a snapshot sends that snapshot once it leads (§7)', () => {
+    const FIVE = ['n1', 'n2', 'n3', 'n4', 'n5'];
+    const c = new Cluster(FIVE, (cfg) => ({ ...cfg, maxSnapshotChunkBytes: 4 }));
+    c.campaign('n1');
+    c.raft('n1').propose(bytes('a'), 1);
+    c.tickAll(2);
+    // n3 compacts a snapshot of its own first, 3 bytes long.
+    const early = c.node('n3').applied.at(-1)!;
+    c.compact('n3', { index: early.index, term: early.term, timeMs: early.timeMs,
+      ...bootstrapConfiguration(FIVE) }, bytes('old'));
+    // n2 and n3 miss what follows; n1 compacts it away.
+    c.groups = [['n1', 'n4', 'n5'], ['n2'], ['n3']];
+    for (let i = 0; i < 4; i++) c.raft('n1').propose(bytes(`s${i}`), 2 + i);
+    c.tickAll(2);
+    const last = c.node('n1').applied.at(-1)!;
+    const newer = bytes('the-newer-snapshot');
+    c.compact('n1', { index: last.index, term: last.term, timeMs: last.timeMs,
+      ...bootstrapConfiguration(FIVE) },
+      newer);
+    c.groups = [['n1', 'n3', 'n4', 'n5'], ['n2']];
+    c.tickAll(20);
+    expect(c.node('n3').disk.snapshotData).toEqual(newer);
+    // n3 leads; n2 comes back and needs what n3 holds only in that snapshot.
+    c.raft('n1').transferLeadership('n3');
+    c.tickAll(20);
+    expect(c.leaders()).toEqual(['n3']);
+    const chunks: Message[] = [];
+    c.onDeliver = (m) => { if (m.type === 'snapshotChunk' && m.from === 'n3') chunks.push(m); };
+    c.groups = null;
+    c.tickAll(30);
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(chunks.every((m) => m.type === 'snapshotChunk' && m.meta.index === last.index &&
+      m.totalBytes === newer.length)).toBe(true);
+    expect(c.node('n2').disk.snapshotData).toEqual(newer);
+  });
+
+  it('a stalled transfer of an older snapshot is renewed with the current one (§7)', () => {
+    const { c, snapshotIndex } = lagging();
+    c.restart('n3');
+    // Every chunk of the first snapshot is lost, as when its file was pruned.
+    c.dropIf = (m) => m.type === 'snapshotChunk' && m.meta.index === snapshotIndex;
+    c.tickAll(2);
+    c.raft('n1').propose(bytes('more'), 11);
+    c.tickAll(1);
+    const n1 = c.node('n1');
+    const last = n1.applied.at(-1)!;
+    takeMark('snapshot-transfer-renewed');
+    c.compact('n1', { index: last.index, term: last.term, timeMs: last.timeMs,
+      ...bootstrapConfiguration(THREE) },
+      bytes('renewed-state'));
+    c.tickAll(20);
+    expect(takeMark('snapshot-transfer-renewed')).toBeGreaterThan(0);
+    expect(c.node('n3').disk.snapshotData).toEqual(bytes('renewed-state'));
+    expect(appliedTexts(c, 'n3')).toEqual([]);
   });
 });
 
@@ -713,7 +823,7 @@ describe('invariants', () => {
   it('a restored state with commitIndex past its log is refused', () => {
     expect(() => createRaft(defaultConfig('n1', THREE, 1), {
       hardState: { term: 1, votedFor: null, commitIndex: 5 }, snapshot: null,
-      snapshotData: null, entries: entries({ from: 1, terms: [1] }) })).toThrow(/commitIndex/);
+      snapshotDataBytes: null, entries: entries({ from: 1, terms: [1] }) })).toThrow(/commitIndex/);
   });
 
   it('an append that would overwrite a committed entry is an invariant violation', () => {

@@ -102,9 +102,9 @@ it('a failed write rejects sync with the OS error, then every call is refused', 
   expect(() => storage.setHardState({ term: 1, votedFor: null, commitIndex: 0 }))
     .toThrow(/refused/);
   await expect(storage.sync()).rejects.toThrow(/refused/);
-  await expect(storage.saveSnapshot({ index: 1, term: 1, timeMs: 0, voters: [], learners: [],
-    peers: [], removed: [] },
-    new Uint8Array(1))).rejects.toThrow(/refused/);
+  await expect(storage.createSnapshot({ index: 1, term: 1, timeMs: 0, voters: [], learners: [],
+    peers: [], removed: [] }, 1))
+    .rejects.toThrow(/refused/);
   await storage.close();
 });
 

@@ -9,7 +9,7 @@ import { afterEach, expect, it } from 'vitest';
 
 import type { Entry, SnapshotMeta } from '../../host/core/raft/types.js';
 import { FileStorage } from '../../host/storage/file-storage.js';
-import { StorageCorruptionError } from '../../host/storage/storage.js';
+import { saveSnapshotBytes, StorageCorruptionError } from '../../host/storage/storage.js';
 
 const SMALL_SEGMENT_BYTES = 4096;
 const dirs: string[] = [];
@@ -51,6 +51,21 @@ async function recoverOnce(dir: string, segmentBytesMax = SMALL_SEGMENT_BYTES) {
   const { storage, state } = await open(dir, segmentBytesMax);
   await storage.close();
   return state;
+}
+
+/** Recovers, and reads the recovered snapshot's data back in small chunks. */
+async function recoverWithData(dir: string, segmentBytesMax = SMALL_SEGMENT_BYTES) {
+  const { storage, state } = await open(dir, segmentBytesMax);
+  let data: Uint8Array | null = null;
+  if (state.snapshot !== null) {
+    const parts: Uint8Array[] = [];
+    for await (const chunk of storage.snapshotChunks(state.snapshot.meta.index, 700)) {
+      parts.push(chunk);
+    }
+    data = new Uint8Array(Buffer.concat(parts));
+  }
+  await storage.close();
+  return { state, data };
 }
 
 it('hard state survives a reopen; commitIndex is clamped to the durable log', async () => {
@@ -112,7 +127,7 @@ it('after a snapshot, recovery gives the snapshot and only later entries', async
   storage.setHardState({ term: 1, votedFor: 'n1', commitIndex: 90 });
   await storage.sync();
   const segmentsBefore = (await walSegments(dir)).sort();
-  await storage.saveSnapshot(meta(60), machineBytes(60));
+  await saveSnapshotBytes(storage, meta(60), machineBytes(60));
   const segmentsAfter = (await walSegments(dir)).sort();
   expect(segmentsAfter.length).toBeLessThan(segmentsBefore.length);
   expect(Number(segmentsAfter[0]?.slice(0, 20))).toBeLessThanOrEqual(61);
@@ -120,8 +135,9 @@ it('after a snapshot, recovery gives the snapshot and only later entries', async
   storage.append(entries(101, 5));
   await storage.sync();
   await storage.close();
-  const state = await recoverOnce(dir);
-  expect(state.snapshot).toEqual({ meta: meta(60), data: machineBytes(60) });
+  const { state, data } = await recoverWithData(dir);
+  expect(state.snapshot).toEqual({ meta: meta(60), dataBytes: machineBytes(60).length });
+  expect(data).toEqual(machineBytes(60));
   expect(state.entries).toEqual(entries(61, 45));
   expect(state.hardState.commitIndex).toBe(90);
 });
@@ -131,7 +147,7 @@ it('a snapshot past the end of the log restarts the log after it', async () => {
   const { storage } = await open(dir);
   storage.append(entries(1, 10));
   await storage.sync();
-  await storage.saveSnapshot(meta(30, 2), machineBytes(30));
+  await saveSnapshotBytes(storage, meta(30, 2), machineBytes(30));
   expect(await walSegments(dir)).toEqual([]);
   storage.append(entries(31, 3, 2));
   await storage.sync();
@@ -146,7 +162,9 @@ it('only the newest two snapshots are kept', async () => {
   const { storage } = await open(dir);
   storage.append(entries(1, 40));
   await storage.sync();
-  for (const index of [10, 20, 30]) await storage.saveSnapshot(meta(index), machineBytes(index));
+  for (const index of [10, 20, 30]) {
+    await saveSnapshotBytes(storage, meta(index), machineBytes(index));
+  }
   await storage.close();
   expect((await readdir(join(dir, 'snap'))).sort()).toEqual(
     ['00000000000000000020.snap', '00000000000000000030.snap']);
@@ -168,12 +186,13 @@ it('a damaged newest snapshot falls back to the previous one when the log covers
   const { storage } = await open(dir, 1024 * 1024);
   storage.append(entries(1, 50));
   await storage.sync();
-  await storage.saveSnapshot(meta(20), machineBytes(20));
-  await storage.saveSnapshot(meta(40), machineBytes(40));
+  await saveSnapshotBytes(storage, meta(20), machineBytes(20));
+  await saveSnapshotBytes(storage, meta(40), machineBytes(40));
   await storage.close();
   const damaged = await damageNewestSnapshot(dir);
-  const state = await recoverOnce(dir, 1024 * 1024);
-  expect(state.snapshot).toEqual({ meta: meta(20), data: machineBytes(20) });
+  const { state, data } = await recoverWithData(dir, 1024 * 1024);
+  expect(state.snapshot?.meta).toEqual(meta(20));
+  expect(data).toEqual(machineBytes(20));
   expect(state.entries).toEqual(entries(21, 30));
   expect((await stat(`${damaged}.corrupt`)).isFile()).toBe(true);
 });
@@ -183,8 +202,8 @@ it('a damaged newest snapshot is refused when the log no longer covers the gap',
   const { storage } = await open(dir);
   storage.append(entries(1, 120));
   await storage.sync();
-  await storage.saveSnapshot(meta(20), machineBytes(20));
-  await storage.saveSnapshot(meta(100), machineBytes(100));
+  await saveSnapshotBytes(storage, meta(20), machineBytes(20));
+  await saveSnapshotBytes(storage, meta(100), machineBytes(100));
   await storage.close();
   const damaged = await damageNewestSnapshot(dir);
   const failure = await recoverOnce(dir).then(() => null, (error: unknown) => error);
@@ -198,7 +217,7 @@ it('a lone damaged snapshot is refused, naming the file', async () => {
   const { storage } = await open(dir);
   storage.append(entries(1, 10));
   await storage.sync();
-  await storage.saveSnapshot(meta(5), machineBytes(5));
+  await saveSnapshotBytes(storage, meta(5), machineBytes(5));
   await storage.close();
   const damaged = await damageNewestSnapshot(dir);
   await expect(recoverOnce(dir)).rejects.toThrow(damaged);
@@ -209,7 +228,7 @@ it('a snapshot whose term conflicts with the log at its index discards the log (
   const { storage } = await open(dir);
   storage.append(entries(1, 40, 1));
   await storage.sync();
-  await storage.saveSnapshot(meta(25, 3), machineBytes(25));
+  await saveSnapshotBytes(storage, meta(25, 3), machineBytes(25));
   expect(await walSegments(dir)).toEqual([]);
   storage.append(entries(26, 2, 3));
   await storage.sync();
@@ -224,7 +243,7 @@ it('a snapshot whose term matches the log at its index keeps the later entries (
   const { storage } = await open(dir, 1024 * 1024);
   storage.append([...entries(1, 20, 1), ...entries(21, 20, 2)]);
   storage.append(entries(41, 3, 2));
-  await storage.saveSnapshot(meta(30, 2), machineBytes(30));
+  await saveSnapshotBytes(storage, meta(30, 2), machineBytes(30));
   await storage.close();
   const state = await recoverOnce(dir, 1024 * 1024);
   expect(state.entries.map((e) => e.index)).toEqual(

@@ -309,6 +309,9 @@ function writeBody(w: Writer, m: Message): void {
     case 'readIndexResponse':
       w.int(m.requestId); w.int(m.readIndex); return;
     case 'snapshotChunk':
+      if (m.data.length !== m.chunkBytes) {
+        throw new Error(`snapshot chunk of ${m.chunkBytes} bytes sent with ${m.data.length}`);
+      }
       writeMeta(w, m.meta); w.int(m.offset); w.int(m.totalBytes); w.bytes(m.data); return;
     case 'snapshotChunkResponse':
       w.int(m.snapshotIndex); w.int(m.nextOffset); return;
@@ -350,9 +353,13 @@ function readBody(r: Reader, type: MessageType, h: Head): Message {
       return { type, ...h, requestId: r.int() };
     case 'readIndexResponse':
       return { type, ...h, requestId: r.int(), readIndex: r.int() };
-    case 'snapshotChunk':
-      return { type, ...h, meta: readMeta(r), offset: r.index(), totalBytes: r.index(),
-        data: r.bytes() };
+    case 'snapshotChunk': {
+      const meta = readMeta(r);
+      const offset = r.index();
+      const totalBytes = r.index();
+      const data = r.bytes();
+      return { type, ...h, meta, offset, totalBytes, chunkBytes: data.length, data };
+    }
     case 'snapshotChunkResponse':
       return { type, ...h, snapshotIndex: r.index(), nextOffset: r.index() };
     case 'timeoutNow':
@@ -365,7 +372,10 @@ function readBody(r: Reader, type: MessageType, h: Head): Message {
   }
 }
 
-/** Encodes a message. Throws only on a message no core produces (non-integer numbers). */
+/**
+ * Encodes a message. Throws only on a message no core produces (non-integer numbers) or one
+ * its driver failed to complete (a snapshot chunk whose data was not filled in).
+ */
 export function encodeMessage(m: Message): Uint8Array {
   const w = new Writer();
   w.u8(MESSAGE_FORMAT_VERSION);

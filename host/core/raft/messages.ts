@@ -100,12 +100,18 @@ export interface ReadIndexResponseMessage extends Envelope {
   readonly readIndex: number;
 }
 
-/** One chunk of a snapshot (§7): bytes [offset, offset + data.length) of `totalBytes`. */
+/**
+ * One chunk of a snapshot (§7): bytes [offset, offset + chunkBytes) of `totalBytes`. The
+ * leader's core never holds a snapshot's bytes: it leaves `data` empty and its driver reads
+ * the chunk from storage into `data` before sending. On the wire, `data.length` is always
+ * `chunkBytes`.
+ */
 export interface SnapshotChunkMessage extends Envelope {
   readonly type: 'snapshotChunk';
   readonly meta: SnapshotMeta;
   readonly offset: number;
   readonly totalBytes: number;
+  readonly chunkBytes: number;
   readonly data: Uint8Array;
 }
 

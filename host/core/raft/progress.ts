@@ -18,7 +18,8 @@ export type ProgressState = 'probe' | 'replicate' | 'snapshot';
 /** A snapshot being streamed to one follower, with cumulative acknowledgements. */
 export interface SnapshotTransfer {
   readonly meta: SnapshotMeta;
-  readonly data: Uint8Array;
+  /** Length of the snapshot's data; its bytes stay in the driver's storage. */
+  readonly totalBytes: number;
   /** Bytes [0, ackedBytes) are acknowledged by the follower. */
   ackedBytes: number;
   /** Bytes [0, sentBytes) have been sent at least once. */
@@ -70,11 +71,12 @@ export class Progress {
     this.transfer = null;
   }
 
-  becomeSnapshot(meta: SnapshotMeta, data: Uint8Array): void {
+  becomeSnapshot(meta: SnapshotMeta, totalBytes: number): void {
     this.state = 'snapshot';
     this.probeSent = false;
     this.inflightLastIndexes.length = 0;
-    this.transfer = { meta, data, ackedBytes: 0, sentBytes: 0, idleTicks: 0, anySent: false };
+    this.transfer = { meta, totalBytes, ackedBytes: 0, sentBytes: 0, idleTicks: 0,
+      anySent: false };
   }
 
   /** True when no append may be sent now. */

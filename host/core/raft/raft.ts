@@ -38,14 +38,14 @@ import { Progress } from './progress.js';
 import { committedIndex, voteResult } from './quorum.js';
 import { READS_PENDING_MAX, ReadTracker, type PendingRead, type ReadAnswer } from './read-index.js';
 import type {
-  MembershipAnswer, MembershipResult, Ready, ReadState, SoftState,
+  MembershipAnswer, MembershipResult, Ready, ReadState, ReceivedSnapshotStep, SoftState,
 } from './ready.js';
 import type {
   Configuration, Entry, HardState, PeerEntry, Role, Snapshot, SnapshotMeta,
 } from './types.js';
 
 export type {
-  MembershipAnswer, MembershipResult, Ready, ReadState, SoftState,
+  MembershipAnswer, MembershipResult, Ready, ReadState, ReceivedSnapshotStep, SoftState,
 } from './ready.js';
 export { VOTERS_MAX } from './configuration.js';
 
@@ -59,8 +59,8 @@ export const COMMITTED_BYTES_PER_READY_MAX = 8 * 1024 * 1024;
 export const SNAPSHOT_CHUNKS_IN_FLIGHT_MAX = 4;
 /** A snapshot stream whose acknowledgements stall this many heartbeats is resent. */
 export const SNAPSHOT_STALL_HEARTBEATS = 3;
-/** The largest snapshot a follower assembles. */
-export const SNAPSHOT_BYTES_MAX = 2 ** 31 - 1;
+/** The largest snapshot a follower accepts (8 GiB, past any machine's 4 GiB of memory). */
+export const SNAPSHOT_BYTES_MAX = 8 * 1024 * 1024 * 1024;
 /** A pending read fails after this many election timeouts. */
 export const READ_DEADLINE_ELECTIONS = 2;
 /** Messages one Ready may carry; beyond it messages are dropped (Raft resends). */
@@ -116,8 +116,11 @@ export interface RaftConfig {
 export interface Restored {
   readonly hardState: HardState;
   readonly snapshot: SnapshotMeta | null;
-  /** The snapshot's bytes, kept to send to followers behind the compacted log. */
-  readonly snapshotData: Uint8Array | null;
+  /**
+   * Length of the snapshot's data, to send it in chunks to followers behind the compacted
+   * log (the driver reads the bytes from storage); null without a snapshot.
+   */
+  readonly snapshotDataBytes: number | null;
   /** Every entry after the snapshot, contiguous. */
   readonly entries: readonly Entry[];
 }
@@ -171,10 +174,11 @@ export interface RaftCore {
   /** Leader: what it knows `id` holds (§5.3 matchIndex); null elsewhere or for a stranger. */
   matchIndexOf(id: string): number | null;
   /**
-   * The driver snapshotted the machine at `meta.index` (<= applied): drop the log to it.
-   * `meta` carries the configuration at its index (`configurationAt`).
+   * The driver snapshotted the machine at `meta.index` (<= applied) and the snapshot, of
+   * `dataBytes` bytes, is durable in storage: drop the log to it. `meta` carries the
+   * configuration at its index (`configurationAt`).
    */
-  compact(meta: SnapshotMeta, data: Uint8Array): void;
+  compact(meta: SnapshotMeta, dataBytes: number): void;
   hasReady(): boolean;
   /** At most one Ready outstanding; call advance() before the next ready(). */
   ready(): Ready;
@@ -241,11 +245,13 @@ export function createRaft(config: RaftConfig, restored: Restored): RaftCore {
   return new Raft(config, restored);
 }
 
-/** A snapshot being received in chunks (§7), assembled in order. */
+/**
+ * A snapshot being received in chunks (§7), in order. Its bytes go to the driver (Ready
+ * `receivedSnapshot`) as they arrive; the core keeps only how far it got.
+ */
 interface IncomingSnapshot {
   readonly meta: SnapshotMeta;
   readonly totalBytes: number;
-  readonly chunks: Uint8Array[];
   receivedBytes: number;
 }
 
@@ -288,8 +294,11 @@ class Raft implements RaftCore {
   /** Leader: proposals arrived this turn; one append per follower goes out at ready(). */
   private broadcastPending = false;
   private readonly reads = new ReadTracker();
-  private snapshotData: Uint8Array | null;
+  /** Length of the data of `log.snapshot`, the snapshot this node can send; null: none. */
+  private snapshotDataBytes: number | null;
   private incoming: IncomingSnapshot | null = null;
+  /** Steps of the incoming snapshot for the next Ready. */
+  private receivedSnapshot: ReceivedSnapshotStep[] = [];
   private earlyOutbox: Message[] = [];
   private outbox: Message[] = [];
   private readStates: ReadState[] = [];
@@ -314,7 +323,7 @@ class Raft implements RaftCore {
     raftAssert(restored.hardState.term >= this.log.lastTerm(), 'hard state term below log');
     this.term = restored.hardState.term;
     this.votedFor = restored.hardState.votedFor;
-    this.snapshotData = restored.snapshot === null ? null : restored.snapshotData;
+    this.snapshotDataBytes = restored.snapshot === null ? null : restored.snapshotDataBytes;
     this.persistedHardState = restored.hardState;
     this.durableTerm = restored.hardState.term;
     this.resetTimers();
@@ -443,13 +452,14 @@ class Raft implements RaftCore {
     return this.progress.get(id)?.matchIndex ?? null;
   }
 
-  compact(meta: SnapshotMeta, data: Uint8Array): void {
+  compact(meta: SnapshotMeta, dataBytes: number): void {
     if (meta.index <= this.log.snapshot.index) {
       mark('compact-stale');
       return;
     }
+    raftAssert(Number.isSafeInteger(dataBytes) && dataBytes >= 0, 'bad snapshot size');
     this.log.compact(meta);
-    this.snapshotData = data;
+    this.snapshotDataBytes = dataBytes;
   }
 
   status(): RaftStatus {
@@ -852,7 +862,8 @@ class Raft implements RaftCore {
           readContext: m.readContext });
         return;
       case 'snapshotChunk':
-        this.handleSnapshotChunk(m.from, m.meta, m.offset, m.totalBytes, m.data);
+        this.handleSnapshotChunk(m.from, m.meta, m.offset, m.totalBytes, m.chunkBytes,
+          m.data);
         return this.refreshConfiguration();
       case 'timeoutNow':
         if (!this.isVoter(this.id)) {
@@ -893,7 +904,7 @@ class Raft implements RaftCore {
   }
 
   private handleSnapshotChunk(from: string, meta: SnapshotMeta, offset: number,
-    totalBytes: number, data: Uint8Array): void {
+    totalBytes: number, chunkBytes: number, data: Uint8Array): void {
     const reply = (nextOffset: number): void => {
       this.send({ type: 'snapshotChunkResponse', from: this.id, to: from, term: this.term,
         snapshotIndex: meta.index, nextOffset });
@@ -902,39 +913,43 @@ class Raft implements RaftCore {
       // We already hold everything the snapshot covers.
       mark('snapshot-already-covered');
       this.log.commitTo(Math.min(meta.index, this.log.lastIndex()));
-      this.incoming = null;
+      this.dropIncoming();
       reply(totalBytes);
       return;
     }
-    if (totalBytes > SNAPSHOT_BYTES_MAX || offset + data.length > totalBytes) return;
+    if (totalBytes > SNAPSHOT_BYTES_MAX || offset + data.length > totalBytes ||
+      data.length !== chunkBytes) {
+      return;
+    }
     let incoming = this.incoming;
     const same = incoming !== null && incoming.meta.index === meta.index &&
       incoming.meta.term === meta.term && incoming.totalBytes === totalBytes;
     if (!same) {
       if (offset !== 0) return reply(0);
-      incoming = { meta, totalBytes, chunks: [], receivedBytes: 0 };
+      this.dropIncoming();
+      incoming = { meta, totalBytes, receivedBytes: 0 };
       this.incoming = incoming;
     }
     if (incoming === null || offset !== incoming.receivedBytes) {
       mark('snapshot-chunk-out-of-order');
       return reply(incoming === null ? 0 : incoming.receivedBytes);
     }
-    incoming.chunks.push(data);
+    this.receivedSnapshot.push({ type: 'chunk', meta, offset, totalBytes, data });
     incoming.receivedBytes += data.length;
     if (incoming.receivedBytes < totalBytes) return reply(incoming.receivedBytes);
-    const whole = new Uint8Array(totalBytes);
-    let at = 0;
-    for (const chunk of incoming.chunks) {
-      whole.set(chunk, at);
-      at += chunk.length;
-    }
     this.incoming = null;
-    this.log.restore({ meta, data: whole });
-    // What we send a follower behind our log from now on: these bytes, not the older ones
-    // we restarted with, whose state is not the state at `meta.index`.
-    this.snapshotData = whole;
+    this.log.restore({ meta, dataBytes: totalBytes });
+    // Installed, it is also the snapshot this node sends should it lead.
+    this.snapshotDataBytes = totalBytes;
     mark('snapshot-installed');
     reply(totalBytes);
+  }
+
+  /** Forgets a snapshot being received; the driver removes what it wrote of it. */
+  private dropIncoming(): void {
+    if (this.incoming === null) return;
+    this.receivedSnapshot.push({ type: 'abandon', meta: this.incoming.meta });
+    this.incoming = null;
   }
 
   // ---- leader side of replication (§5.3, §5.4.2, §7) ---------------------------------------
@@ -1099,21 +1114,24 @@ class Raft implements RaftCore {
   // ---- snapshots to followers behind the compacted log (§7) --------------------------------
 
   private startSnapshot(to: string, pr: Progress): boolean {
-    if (this.snapshotData === null) {
-      // Restored without the bytes of the snapshot: nothing to send until the next compact.
+    if (this.snapshotDataBytes === null) {
+      // No snapshot in storage to send from until the next compact.
       mark('snapshot-unavailable');
       return false;
     }
     mark('snapshot-started');
-    pr.becomeSnapshot(this.log.snapshot, this.snapshotData);
+    pr.becomeSnapshot(this.log.snapshot, this.snapshotDataBytes);
     this.sendSnapshotChunks(to, pr);
     return false;
   }
 
-  /** Streams chunks while fewer than SNAPSHOT_CHUNKS_IN_FLIGHT_MAX are unacknowledged. */
+  /**
+   * Streams chunks while fewer than SNAPSHOT_CHUNKS_IN_FLIGHT_MAX are unacknowledged. Each
+   * names its range; the driver reads the bytes from storage (messages.ts).
+   */
   private sendSnapshotChunks(to: string, pr: Progress): void {
     const transfer = pr.transfer!;
-    const total = transfer.data.length;
+    const total = transfer.totalBytes;
     const chunkBytes = this.config.maxSnapshotChunkBytes;
     const windowBytes = chunkBytes * SNAPSHOT_CHUNKS_IN_FLIGHT_MAX;
     for (let n = 0; n < SNAPSHOT_CHUNKS_IN_FLIGHT_MAX; n++) {
@@ -1121,8 +1139,8 @@ class Raft implements RaftCore {
       if (!more || transfer.sentBytes - transfer.ackedBytes >= windowBytes) return;
       const end = Math.min(total, transfer.sentBytes + chunkBytes);
       this.send({ type: 'snapshotChunk', from: this.id, to, term: this.term, meta: transfer.meta,
-        offset: transfer.sentBytes, totalBytes: total,
-        data: transfer.data.subarray(transfer.sentBytes, end) });
+        offset: transfer.sentBytes, totalBytes: total, chunkBytes: end - transfer.sentBytes,
+        data: EMPTY_BYTES });
       transfer.sentBytes = end;
       transfer.anySent = true;
     }
@@ -1134,7 +1152,7 @@ class Raft implements RaftCore {
     if (pr.state !== 'snapshot' || transfer === null || transfer.meta.index !== snapshotIndex) {
       return;
     }
-    const total = transfer.data.length;
+    const total = transfer.totalBytes;
     if (nextOffset >= total) {
       // Installed: the follower's log restarts after the snapshot.
       pr.matchIndex = Math.max(pr.matchIndex, snapshotIndex);
@@ -1162,6 +1180,13 @@ class Raft implements RaftCore {
       if (pr.state !== 'snapshot' || transfer === null) continue;
       transfer.idleTicks++;
       if (transfer.idleTicks < stallTicks) continue;
+      if (transfer.meta.index < this.log.snapshot.index && this.snapshotDataBytes !== null) {
+        // A newer snapshot exists (storage may no longer hold the old one): send that one.
+        mark('snapshot-transfer-renewed');
+        pr.becomeSnapshot(this.log.snapshot, this.snapshotDataBytes);
+        this.sendSnapshotChunks(voter, pr);
+        continue;
+      }
       // Chunks or their acknowledgements were lost: resend from the last acknowledged byte.
       mark('snapshot-resent');
       transfer.idleTicks = 0;
@@ -1318,7 +1343,7 @@ class Raft implements RaftCore {
     const leaderWork = this.role === 'leader' && (this.broadcastPending || this.reads.hasQueued());
     return leaderWork || this.earlyOutbox.length > 0 || this.outbox.length > 0 ||
       this.readStates.length > 0 || this.membershipAnswers.length > 0 ||
-      this.log.hasUnpersisted() ||
+      this.receivedSnapshot.length > 0 || this.log.hasUnpersisted() ||
       this.log.pendingSnapshot !== null || this.log.hasNextCommitted() ||
       this.hardStateChanged() || this.softStateChanged();
   }
@@ -1333,6 +1358,7 @@ class Raft implements RaftCore {
     const ready: Ready = {
       hardState: this.hardStateChanged() ? this.hardState() : null,
       entries: this.log.takeUnpersisted(),
+      receivedSnapshot: this.receivedSnapshot,
       snapshot,
       earlyMessages: this.earlyOutbox,
       messages: this.outbox,
@@ -1345,6 +1371,7 @@ class Raft implements RaftCore {
     this.outbox = [];
     this.readStates = [];
     this.membershipAnswers = [];
+    this.receivedSnapshot = [];
     this.readyOutstanding = true;
     return ready;
   }

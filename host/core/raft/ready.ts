@@ -7,9 +7,10 @@
  *   1. send `earlyMessages` (a leader's appends and heartbeats, §10.2.1 of the thesis: the
  *      leader writes its log in parallel with replicating it, and counts its own copy
  *      toward commit only once `persisted` says it is durable);
- *   2. a `snapshot`: first wait until every earlier write is durable, then persist it (and
- *      drop every log entry after its index: the log restarts after it) and restore the
- *      machine from it, before anything else of this Ready;
+ *   2. write the `receivedSnapshot` steps to the snapshot being received, in order; a
+ *      `snapshot` (one received whole): first wait until every earlier write is durable,
+ *      then make it durable (and drop every log entry after its index: the log restarts
+ *      after it) and restore the machine from it, before anything else of this Ready;
  *   3. apply `committedEntries` in order (they are durable here already; a `config` entry
  *      changes nothing in the machine: the core already uses it); hand out `readStates`
  *      (serve a read once applied >= readIndex; -1: answer 503) and `membershipAnswers`;
@@ -22,7 +23,17 @@
  */
 import type { MembershipRefusal } from './configuration.js';
 import type { Message } from './messages.js';
-import type { Entry, HardState, Role, Snapshot } from './types.js';
+import type { Entry, HardState, Role, Snapshot, SnapshotMeta } from './types.js';
+
+/**
+ * What happened to the snapshot this follower is receiving, in order: a chunk that arrived
+ * in order (write it after the previous one; offset 0 starts a new snapshot, abandoning any
+ * other), or the transfer was dropped (remove what was written of it).
+ */
+export type ReceivedSnapshotStep =
+  | { readonly type: 'chunk'; readonly meta: SnapshotMeta; readonly offset: number;
+    readonly totalBytes: number; readonly data: Uint8Array }
+  | { readonly type: 'abandon'; readonly meta: SnapshotMeta };
 
 /** A read-index answer: serve `requestId` once applied >= readIndex; -1 means failed. */
 export interface ReadState {
@@ -55,7 +66,12 @@ export interface Ready {
   readonly hardState: HardState | null;
   /** Persist (may overwrite a suffix: entries from `entries[0].index` on replace the log). */
   readonly entries: readonly Entry[];
-  /** Received from the leader: persist, then restore the machine from it. */
+  /** Chunks of a snapshot from the leader, to write before `snapshot` and the messages. */
+  readonly receivedSnapshot: readonly ReceivedSnapshotStep[];
+  /**
+   * Received whole from the leader (its chunks are in this or earlier Readies): make it
+   * durable, then restore the machine from it.
+   */
   readonly snapshot: Snapshot | null;
   /** Leader appends/heartbeats: safe to send BEFORE this Ready is persisted. */
   readonly earlyMessages: readonly Message[];

@@ -72,10 +72,14 @@ export interface SnapshotMeta extends Configuration {
   readonly timeMs: number;
 }
 
+/**
+ * A snapshot as the core and the driver pass it around: what it covers and its size. Its
+ * bytes stay in storage (a state may be gigabytes), read and written in chunks.
+ */
 export interface Snapshot {
   readonly meta: SnapshotMeta;
-  /** The state machine's snapshot bytes. */
-  readonly data: Uint8Array;
+  /** Length of the snapshot's data (the driver's and the machine's bytes). */
+  readonly dataBytes: number;
 }
 
 export type Role = 'follower' | 'pre-candidate' | 'candidate' | 'leader';

@@ -1,0 +1,53 @@
+/**
+ * The state's memory budget: how many bytes of state (assembly/row.ts `rowFootprint` of every
+ * row plus the tenant table, counted by the machine) a node admits writes up to. Past it a
+ * write that would grow the state is refused before the log (503 `kv_unavailable`, reason
+ * `memory_full`), so no committed entry can ever fail to apply on any replica.
+ *
+ * How the default is derived from the ceiling (figures in bytes of wasm memory):
+ *
+ *   4.00 GiB  the ceiling: wasm32 linear memory can never grow past it.
+ *  -0.75 GiB  what the machine holds outside its count: the input region (up to twice the
+ *             largest entry, 64 MiB) and the output region (reads up to QUEEN_KV_MAX_READ_BYTES,
+ *             snapshot slices), tree nodes and separator rows, scratch objects of calls, and
+ *             the allocator's rounding and fragmentation.
+ *  = 3.25 GiB the collection line (assembly/memory-use.ts): once the state, the preimages of
+ *             an open snapshot and the rows retired since the last collection pass it, the
+ *             machine collects in full.
+ *  -0.75 GiB  room above the budget for writes admitted before it was reached (a leader takes
+ *             up to 128 MiB of uncommitted entries, and an entry's rows can take about twice
+ *             its bytes), and for garbage between full collections, so that they stay rare
+ *             (one per half gigabyte of rows retired at the budget).
+ *  = 2.50 GiB the default budget. Preimages of an open snapshot count against it too
+ *             (`memoryFull`), so a snapshot taken at the budget cannot push memory past the line.
+ *
+ * Measured (bench/machine-memory.ts): a state of 2.5 GiB of 60 KB values takes 5.5 GiB of
+ * overwrites and a snapshot in slices without trapping, and 10M keys of 100-byte values
+ * (2.1 GiB of state) fit under it.
+ */
+
+const GiB = 1024 * 1024 * 1024;
+
+/** wasm32's memory ceiling. */
+export const MACHINE_MEMORY_CEILING_BYTES = 4 * GiB;
+/** HIVEKV_MAX_STATE_BYTES when unset. */
+export const MAX_STATE_BYTES_DEFAULT = 2.5 * GiB;
+/** The highest budget accepted: beyond it full collections would follow each other. */
+export const MAX_STATE_BYTES_LIMIT = 3 * GiB;
+/** The lowest budget accepted (1 MiB): an empty state with a few tenants. */
+export const MAX_STATE_BYTES_MIN = 1024 * 1024;
+
+/** What the budget check reads from the machine (StateMachine.memoryUse). */
+export interface StateBytes {
+  readonly stateBytes: number;
+  readonly preimageBytes: number;
+}
+
+/**
+ * True when a call that would change the state by `growthBytes` must be refused: it grows
+ * the state while the state and what an open snapshot keeps alive are at or past the budget.
+ * Shrinking and neutral calls always pass, so deletes free memory at any level.
+ */
+export function memoryFull(use: StateBytes, maxStateBytes: number, growthBytes: number): boolean {
+  return growthBytes > 0 && use.stateBytes + use.preimageBytes >= maxStateBytes;
+}

@@ -1,0 +1,182 @@
+// The driver's side of snapshots (host/node/snapshotter.ts) over real files and the real
+// machine: a snapshot taken in slices while entries apply between them restores to the
+// state it began at; an aborted one leaves no file; a restore from a damaged file leaves the
+// machine as it was; received chunks become an installed snapshot; chunks to a follower
+// are filled from storage, in order; an earlier release's file, the driver's table ahead of
+// the machine's bytes, still restores.
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterEach, expect, it } from 'vitest';
+
+import type { SnapshotChunkMessage } from '../../host/core/raft/messages.js';
+import type { SnapshotMeta } from '../../host/core/raft/types.js';
+import { snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
+import {
+  ChunkSender, restoreMachine, SnapshotReceiver, Snapshotter,
+} from '../../host/node/snapshotter.js';
+import { FileStorage } from '../../host/storage/file-storage.js';
+import { snapshotFileName } from '../../host/storage/snapshot-files.js';
+import type { SnapshotSink, Storage } from '../../host/storage/storage.js';
+import { Harness, put } from '../model/machine-harness.js';
+
+const dirs: string[] = [];
+const storages: FileStorage[] = [];
+
+afterEach(async () => {
+  for (const s of storages.splice(0)) await s.close();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+async function storageIn(): Promise<{ dir: string; storage: FileStorage }> {
+  const dir = await mkdtemp(join(tmpdir(), 'hivekv-snapshotter-'));
+  dirs.push(dir);
+  const storage = new FileStorage(dir);
+  await storage.recover();
+  storages.push(storage);
+  return { dir, storage };
+}
+
+function loaded(keys: number): Harness {
+  const h = new Harness();
+  for (let i = 0; i < keys; i += 100) {
+    h.ok(Array.from({ length: Math.min(100, keys - i) },
+      (_, j) => put(`k${String(i + j).padStart(5, '0')}`, `"${'v'.repeat((i + j) % 200)}"`)));
+  }
+  return h;
+}
+
+function metaOf(h: Harness): SnapshotMeta {
+  return { index: h.m.appliedIndex, term: 1, timeMs: h.m.lastTimeMs, voters: ['n1'],
+    learners: [], peers: [{ id: 'n1', address: '' }], removed: [] };
+}
+
+/** Storage whose snapshot writes run `between` first: entries apply between slices. */
+function interleaving(storage: Storage, between: () => void): Storage {
+  return Object.assign(Object.create(storage) as Storage, {
+    createSnapshot: async (meta: SnapshotMeta, dataBytes: number): Promise<SnapshotSink> => {
+      const sink = await storage.createSnapshot(meta, dataBytes);
+      return { ...sink, write: (chunk: Uint8Array) => { between(); return sink.write(chunk); } };
+    },
+  });
+}
+
+it('a snapshot in slices, entries applying between them, restores to its begin state', async () => {
+  const { storage } = await storageIn();
+  const h = loaded(2000);
+  const copy = new Harness();
+  const at = metaOf(h);
+  const digestAtBegin = h.m.digest();
+  let n = 0;
+  const snapshotter = new Snapshotter(h.m, interleaving(storage, () => {
+    h.ok([put(`k${String(n * 37 % 2000).padStart(5, '0')}`, '"changed"'), put(`new${n}`, '1')]);
+    n++;
+  }), 4096);
+  const taken = await snapshotter.take(at);
+  expect(n).toBeGreaterThan(20);
+  expect(taken).toEqual({ meta: at, dataBytes: expect.any(Number) as number });
+  expect(h.m.memoryUse().preimageBytes).toBe(0);
+  await restoreMachine(storage, copy.m, taken!, 1000);
+  expect(copy.m.digest()).toBe(digestAtBegin);
+  expect(copy.m.appliedIndex).toBe(at.index);
+});
+
+it('an aborted snapshot resolves null and leaves no file', async () => {
+  const { dir, storage } = await storageIn();
+  const h = loaded(500);
+  let snapshotter: Snapshotter | null = null;
+  let aborting: Promise<void> | null = null;
+  snapshotter = new Snapshotter(h.m, interleaving(storage, () => {
+    aborting ??= snapshotter!.abort();
+  }), 1024);
+  const taken = snapshotter.take(metaOf(h));
+  expect(await taken).toBeNull();
+  await aborting;
+  expect(snapshotter.running).toBe(false);
+  expect(await readdir(join(dir, 'snap'))).toEqual([]);
+  expect(h.m.memoryUse().preimageBytes).toBe(0);
+});
+
+it('a restore from a damaged file fails and leaves the machine as it was', async () => {
+  const { dir, storage } = await storageIn();
+  const h = loaded(300);
+  const taken = await new Snapshotter(h.m, storage).take(metaOf(h));
+  const path = join(dir, 'snap', snapshotFileName(taken!.meta.index));
+  const bytes = await readFile(path);
+  bytes[bytes.length - 50] = (bytes[bytes.length - 50] ?? 0) ^ 1;
+  await writeFile(path, bytes);
+  const other = loaded(10);
+  const digest = other.m.digest();
+  await expect(restoreMachine(storage, other.m, taken!, 512)).rejects.toThrow(/checksum/);
+  expect(other.m.digest()).toBe(digest);
+});
+
+it('received chunks are written as they come, then installed; a dropped one goes', async () => {
+  const { dir, storage } = await storageIn();
+  const source = loaded(200);
+  const { storage: sourceStorage } = await storageIn();
+  const taken = await new Snapshotter(source.m, sourceStorage).take(metaOf(source));
+  const receiver = new SnapshotReceiver(storage);
+  const meta = taken!.meta;
+  const total = taken!.dataBytes;
+  // A first transfer is dropped half way.
+  await receiver.write([{ type: 'chunk', meta, offset: 0, totalBytes: total,
+    data: await sourceStorage.readSnapshot(meta.index, 0, 1000) }]);
+  await receiver.write([{ type: 'abandon', meta }]);
+  expect(await readdir(join(dir, 'snap'))).toEqual([]);
+  for (let offset = 0; offset < total; offset += 1000) {
+    const data = await sourceStorage.readSnapshot(meta.index, offset,
+      Math.min(1000, total - offset));
+    await receiver.write([{ type: 'chunk', meta, offset, totalBytes: total, data }]);
+  }
+  await receiver.complete({ meta, dataBytes: total });
+  const restored = new Harness();
+  await restoreMachine(storage, restored.m, { meta, dataBytes: total });
+  expect(restored.m.digest()).toBe(source.m.digest());
+  await expect(receiver.write([{ type: 'chunk', meta, offset: 5, totalBytes: total,
+    data: new Uint8Array(1) }])).rejects.toThrow(/does not follow/);
+});
+
+it('chunks to followers are filled from storage, in order per follower', async () => {
+  const { storage } = await storageIn();
+  const h = loaded(300);
+  const taken = await new Snapshotter(h.m, storage).take(metaOf(h));
+  const sent: SnapshotChunkMessage[] = [];
+  const unreadable: number[] = [];
+  const sender = new ChunkSender(storage, (m) => sent.push(m), (m) => unreadable.push(m.offset));
+  const chunk = (to: string, offset: number, index = taken!.meta.index): SnapshotChunkMessage =>
+    ({ type: 'snapshotChunk', from: 'n1', to, term: 1, meta: { ...taken!.meta, index },
+      offset, totalBytes: taken!.dataBytes, chunkBytes: 100, data: new Uint8Array(0) });
+  for (let i = 0; i < 20; i++) sender.post(chunk(i % 2 === 0 ? 'n2' : 'n3', i * 100));
+  sender.post(chunk('n2', 0, 999));
+  await sender.drain();
+  expect(unreadable).toEqual([0]);
+  expect(sent.filter((m) => m.to === 'n2').map((m) => m.offset))
+    .toEqual([0, 200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800]);
+  for (const m of sent) {
+    expect(m.data).toEqual(await storage.readSnapshot(m.meta.index, m.offset, 100));
+  }
+});
+
+it('an earlier release\'s file, its dedup table ahead of the machine\'s, restores', async () => {
+  const { storage } = await storageIn();
+  const h = loaded(400);
+  const machineBytes = snapshotToBytes(h.m);
+  const table = new TextEncoder().encode('[["1:n1",7,3,[7]]]');
+  const legacy = new Uint8Array(8 + table.length + machineBytes.length);
+  const view = new DataView(legacy.buffer);
+  view.setUint32(0, 0x48_4b_53_31, true);
+  view.setUint32(4, table.length, true);
+  legacy.set(table, 8);
+  legacy.set(machineBytes, 8 + table.length);
+  const meta = metaOf(h);
+  const sink = await storage.createSnapshot(meta, legacy.length);
+  for (let at = 0; at < legacy.length; at += 333) {
+    await sink.write(legacy.subarray(at, at + 333));
+  }
+  expect(await sink.commit()).toBe(true);
+  const restored = new Harness();
+  await restoreMachine(storage, restored.m, { meta, dataBytes: legacy.length }, 5);
+  expect(restored.m.digest()).toBe(h.m.digest());
+});

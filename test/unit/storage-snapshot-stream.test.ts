@@ -1,0 +1,165 @@
+// Snapshots written and read as streams (host/storage/snapshot-files.ts, file-storage.ts):
+// slices in, the same file as a whole write; chunks out, with the checksum checked before
+// the last one; temp files that never outlive an abort or a restart; ranges for followers
+// read from a verified file, still readable after it is pruned.
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterEach, expect, it } from 'vitest';
+
+import type { SnapshotMeta } from '../../host/core/raft/types.js';
+import { FileStorage } from '../../host/storage/file-storage.js';
+import {
+  SnapshotFileError, SnapshotFileReader, SnapshotFileWriter, snapshotFileName,
+  writeSnapshotFile,
+} from '../../host/storage/snapshot-files.js';
+import { saveSnapshotBytes, StorageCorruptionError } from '../../host/storage/storage.js';
+
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+async function freshDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'hivekv-snapstream-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function meta(index: number, term = 1): SnapshotMeta {
+  return { index, term, timeMs: 9_000 + index, voters: ['n1', 'n2', 'n3'],
+    learners: [], peers: [], removed: [] };
+}
+
+function data(index: number, length = 10_000): Uint8Array {
+  return Uint8Array.from({ length }, (_, i) => (index * 7 + i * 31) & 0xff);
+}
+
+async function openStorage(dir: string) {
+  const storage = new FileStorage(dir, { segmentBytesMax: 4096 });
+  const state = await storage.recover();
+  return { storage, state };
+}
+
+async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  return Buffer.concat(parts);
+}
+
+it('a snapshot written in slices is the same file as one written whole', async () => {
+  const dir = await freshDir();
+  const bytes = data(5);
+  await writeSnapshotFile(dir, meta(5), bytes);
+  const whole = await readFile(join(dir, snapshotFileName(5)));
+  await rm(join(dir, snapshotFileName(5)));
+  const writer = await SnapshotFileWriter.create(dir, meta(5), bytes.length);
+  for (let at = 0; at < bytes.length; at += 333) await writer.write(bytes.subarray(at, at + 333));
+  await writer.finish();
+  await writer.publish();
+  expect(await readFile(join(dir, snapshotFileName(5)))).toEqual(whole);
+  const reader = await SnapshotFileReader.open(dir, 5);
+  expect(reader.meta).toEqual(meta(5));
+  expect(await readAll(reader.chunks(1000))).toEqual(Buffer.from(bytes));
+  expect(await reader.read(100, 7)).toEqual(Buffer.from(bytes.subarray(100, 107)));
+  await reader.close();
+});
+
+it('a writer refuses bytes past its size and a finish short of it', async () => {
+  const dir = await freshDir();
+  const writer = await SnapshotFileWriter.create(dir, meta(3), 4);
+  await expect(writer.write(new Uint8Array(5))).rejects.toThrow(/passes 4 bytes/);
+  await writer.write(new Uint8Array(3));
+  await expect(writer.finish()).rejects.toThrow(/3 of 4 bytes/);
+  await writer.abort();
+  expect(await readdir(dir)).toEqual([]);
+});
+
+it('the checksum is checked before the last chunk: a flipped bit never gets through', async () => {
+  const dir = await freshDir();
+  await writeSnapshotFile(dir, meta(8), data(8));
+  const path = join(dir, snapshotFileName(8));
+  const bytes = await readFile(path);
+  bytes[bytes.length - 100] = (bytes[bytes.length - 100] ?? 0) ^ 0x04;
+  await writeFile(path, bytes);
+  const reader = await SnapshotFileReader.open(dir, 8);
+  const got: Uint8Array[] = [];
+  const failure = await (async () => {
+    for await (const chunk of reader.chunks(1024)) got.push(chunk);
+  })().then(() => null, (error: unknown) => error);
+  await reader.close();
+  expect(failure).toBeInstanceOf(SnapshotFileError);
+  expect(String(failure)).toMatch(/checksum mismatch/);
+  // Everything but the last chunk came out; the damaged tail never did.
+  expect(got.length).toBe(Math.ceil(10_000 / 1024) - 1);
+});
+
+it('an empty snapshot streams as one empty chunk', async () => {
+  const dir = await freshDir();
+  await writeSnapshotFile(dir, meta(2), new Uint8Array(0));
+  const reader = await SnapshotFileReader.open(dir, 2);
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of reader.chunks(64)) chunks.push(chunk);
+  await reader.close();
+  expect(chunks.map((c) => c.length)).toEqual([0]);
+});
+
+it('an aborted snapshot leaves nothing; a crash leftover is removed at recovery', async () => {
+  const dir = await freshDir();
+  const { storage } = await openStorage(dir);
+  const sink = await storage.createSnapshot(meta(4), 100);
+  await sink.write(new Uint8Array(40));
+  expect((await readdir(join(dir, 'snap'))).some((n) => n.endsWith('.tmp'))).toBe(true);
+  await sink.abort();
+  expect(await readdir(join(dir, 'snap'))).toEqual([]);
+  await storage.close();
+  // What a crash in the middle of a snapshot leaves behind.
+  await writeFile(join(dir, 'snap', `${snapshotFileName(5)}.3.tmp`), new Uint8Array(40));
+  const { storage: again, state } = await openStorage(dir);
+  await again.close();
+  expect(state.snapshot).toBeNull();
+  expect(await readdir(join(dir, 'snap'))).toEqual([]);
+});
+
+it('a snapshot that lost the race to a newer one is not installed', async () => {
+  const dir = await freshDir();
+  const { storage } = await openStorage(dir);
+  const older = await storage.createSnapshot(meta(10), 3);
+  await older.write(new Uint8Array(3));
+  expect(await saveSnapshotBytes(storage, meta(20), data(20, 30))).toBe(true);
+  expect(await older.commit()).toBe(false);
+  expect((await readdir(join(dir, 'snap'))).sort()).toEqual([snapshotFileName(20)]);
+  await expect(storage.createSnapshot(meta(15), 3)).rejects.toThrow(/older than 20/);
+  await storage.close();
+});
+
+it('chunks for followers come from a verified file, even after it was pruned', async () => {
+  const dir = await freshDir();
+  const { storage } = await openStorage(dir);
+  await saveSnapshotBytes(storage, meta(10), data(10));
+  expect(await storage.readSnapshot(10, 9_990, 10)).toEqual(Buffer.from(data(10).subarray(9_990)));
+  // Two newer snapshots prune the file; the open handle still reads it.
+  await saveSnapshotBytes(storage, meta(20), data(20));
+  await saveSnapshotBytes(storage, meta(30), data(30));
+  expect(await readdir(join(dir, 'snap'))).not.toContain(snapshotFileName(10));
+  expect(await storage.readSnapshot(10, 0, 5)).toEqual(Buffer.from(data(10).subarray(0, 5)));
+  await expect(storage.readSnapshot(30, 9_999, 2)).rejects.toThrow(/outside/);
+  await expect(storage.readSnapshot(7, 0, 1)).rejects.toMatchObject({ code: 'ENOENT' });
+  await storage.close();
+});
+
+it('a damaged file sends no chunk to followers and no restore gets its end', async () => {
+  const dir = await freshDir();
+  const { storage } = await openStorage(dir);
+  await saveSnapshotBytes(storage, meta(10), data(10));
+  const path = join(dir, 'snap', snapshotFileName(10));
+  const bytes = await readFile(path);
+  bytes[200] = (bytes[200] ?? 0) ^ 0x80;
+  await writeFile(path, bytes);
+  await expect(storage.readSnapshot(10, 0, 10)).rejects.toThrow(/checksum mismatch/);
+  await expect(readAll(storage.snapshotChunks(10, 4096)))
+    .rejects.toBeInstanceOf(StorageCorruptionError);
+  await storage.close();
+});
