@@ -110,7 +110,10 @@ export function callGrowth(tenantPtr: usize, tenantLen: i32): i64 {
     } else if (row == null) {
       total += rowFootprint(storeKeyLen, unchecked(writeAuxLen[r]));
     } else {
-      total += incrValueGrowth(row, addressOf(unchecked(writeAux[r])), unchecked(writeAuxLen[r]));
+      // The value's length changes; the row's footprint only when it crosses a size class.
+      let valueLen = <i64>rowValueLen(row) +
+        incrValueGrowth(row, addressOf(unchecked(writeAux[r])), unchecked(writeAuxLen[r]));
+      total += rowFootprint(rowKeyLen(row), <i32>valueLen) - footprint(row);
     }
   }
   return total;

@@ -311,9 +311,26 @@ describe('the command and its header', () => {
 });
 
 describe('growthBytes: the change of rowFootprint totals if every write applied', () => {
-  /** rowFootprint: header 32 + store key (tenant 4, ns, NUL, key) + value + overhead 64. */
+  /**
+   * rowFootprint: the allocation of a row buffer (header 32 + store key (tenant 4, ns, NUL,
+   * key) + value), rounded as assembly/row.ts `rowCapacity` does, + overhead 64.
+   */
+  const capacity = (rowBytes: number): number => {
+    let payload = (16 + rowBytes + 15) & ~15;
+    if (payload >= 256) {
+      const step = 2 ** (Math.floor(Math.log2(payload)) - 4);
+      payload = Math.ceil(payload / step) * step;
+    }
+    return payload - 16;
+  };
+  const rowFootprint = (storeKeyBytes: number, valueBytes: number): number =>
+    capacity(32 + storeKeyBytes + valueBytes) + 64;
   const footprint = (ns: string, key: string, value: string): number =>
-    32 + 4 + Buffer.byteLength(ns) + 1 + Buffer.byteLength(key) + Buffer.byteLength(value) + 64;
+    rowFootprint(4 + Buffer.byteLength(ns) + 1 + Buffer.byteLength(key),
+      Buffer.byteLength(value));
+  /** The change of footprint when the value at a:key goes from `from` to `to` bytes. */
+  const change = (key: string, from: number, to: number): number =>
+    rowFootprint(6 + key.length, to) - rowFootprint(6 + key.length, from);
 
   function withRows(rows: Array<[string, string]>): StateMachine {
     const m = machine();
@@ -341,8 +358,11 @@ describe('growthBytes: the change of rowFootprint totals if every write applied'
 
   it('a put replaces a row (expired ones too: they hold memory until swept)', () => {
     const m = withRows([['k', '"abcdef"']]); // expired after 1 s; parsing knows no time
-    expect(growth(m, put('"value":"ab","forever":true'))).toBe(-4);
-    expect(growth(m, put('"value": [ 1 , 2 ] ,"forever":true'))).toBe(5 - 8);
+    expect(growth(m, put('"value":"ab","forever":true'))).toBe(change('k', 8, 4));
+    expect(growth(m, put('"value": [ 1 , 2 ] ,"forever":true'))).toBe(change('k', 8, 5));
+    const long = 'x'.repeat(300);
+    expect(growth(m, put(`"value":"${long}","forever":true`))).toBe(change('k', 8, 302));
+    expect(change('k', 8, 302)).toBeGreaterThan(0);
   });
 
   it('a delete frees its row; of an absent key, nothing', () => {
@@ -356,10 +376,13 @@ describe('growthBytes: the change of rowFootprint totals if every write applied'
     const incr = (key: string, delta: string): string =>
       `[{"op":"incr","ns":"a","key":"${key}","delta":${delta},"forever":true}]`;
     expect(growth(m, incr('new', '5'))).toBe(footprint('a', 'new', '5'));
-    expect(growth(m, incr('nine', '1'))).toBe(1); // 9 -> 10
-    expect(growth(m, incr('nine', '-100'))).toBe(3); // 9 -> -91, or -100 once expired
-    expect(growth(m, incr('word', '7'))).toBe(1 - 6); // only an expired word is replaced
-    expect(growth(m, incr('big', '0.5'))).toBe(3); // the delta's length, an upper bound
+    expect(growth(m, incr('nine', '1'))).toBe(change('nine', 1, 2)); // 9 -> 10
+    // 9 -> -91, or -100 once expired
+    expect(growth(m, incr('nine', '-100'))).toBe(change('nine', 1, 4));
+    // Only an expired word is replaced.
+    expect(growth(m, incr('word', '7'))).toBe(change('word', 6, 1));
+    // The delta's length is added: an upper bound.
+    expect(growth(m, incr('big', '0.5'))).toBe(change('big', 5, 8));
   });
 });
 

@@ -30,7 +30,7 @@ async function freshDir(): Promise<string> {
 
 function meta(index: number, term = 1): SnapshotMeta {
   return { index, term, timeMs: 9_000 + index, voters: ['n1', 'n2', 'n3'],
-    learners: [], peers: [], removed: [] };
+    learners: [], peers: ['n1', 'n2', 'n3'].map((id) => ({ id, address: '' })), removed: [] };
 }
 
 function data(index: number, length = 10_000): Uint8Array {
