@@ -10,10 +10,13 @@
  * node of another built checkout (to compare with an earlier commit). Needs `wrk`. Everything
  * listens on 127.0.0.1; processes are stopped by their PID.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
 
 const HERE = new URL('../../', import.meta.url).pathname;
 const WRK_DIR = join(HERE, 'bench', 'wrk');
@@ -38,18 +41,37 @@ interface Row {
   readonly snapshots: number;
 }
 
-function startNode(dataDir: string, env: Record<string, string>): Promise<{ child: ChildProcess;
-  port: number }> {
+interface RunningNode {
+  readonly child: ChildProcess;
+  readonly port: number;
+  /** Snapshots the node has logged as taken so far. */
+  readonly snapshotsTaken: () => number;
+}
+
+/**
+ * Starts a node and keeps reading its log while it runs (a log pipe nobody drains would
+ * block the node on its own writes), counting the snapshots it reports as taken.
+ */
+function startNode(dataDir: string, env: Record<string, string>): Promise<RunningNode> {
   const child = spawn(process.execPath, ['bin/hivekv.js', 'serve', '--port', '0', '--data',
     dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env,
     QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0', HIVEKV_LOG_LEVEL: 'info', ...env } });
+  let taken = 0;
+  let port = 0;
+  let partial = '';
   return new Promise((resolvePort, reject) => {
-    let out = '';
     child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /"port":(\d+)/.exec(out);
-      if (match) resolvePort({ child, port: Number(match[1]) });
-      if (out.length > 100_000) out = out.slice(-1000);
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line.includes('"msg":"snapshot taken"')) taken++;
+        const match = port === 0 ? /"port":(\d+)/.exec(line) : null;
+        if (match) {
+          port = Number(match[1]);
+          resolvePort({ child, port, snapshotsTaken: () => taken });
+        }
+      }
+      if (partial.length > 100_000) partial = '';
     });
     child.once('exit', (code) => reject(new Error(`node exited with ${code}`)));
   });
@@ -79,21 +101,6 @@ function millis(text: string): number {
   return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
 }
 
-/** Snapshot files seen in the data directory while wrk runs: one per completed snapshot. */
-function watchSnapshots(dataDir: string): () => number {
-  const seen = new Set<string>();
-  const timer = setInterval(() => {
-    for (const name of readdirSync(join(dataDir, 'snap'))) {
-      if (name.endsWith('.snap')) seen.add(name);
-    }
-  }, 100);
-  const before = new Set(readdirSync(join(dataDir, 'snap')).filter((n) => n.endsWith('.snap')));
-  return () => {
-    clearInterval(timer);
-    return [...seen].filter((n) => !before.has(n)).length;
-  };
-}
-
 async function run(mode: 'snapshots' | 'none'): Promise<Row> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hivekv-snapload-'));
   const every = mode === 'snapshots' ? '10' : '100000000';
@@ -101,12 +108,14 @@ async function run(mode: 'snapshots' | 'none'): Promise<Row> {
     HIVEKV_SNAPSHOT_EVERY_BYTES: String(64 * 1024 ** 3) });
   try {
     await preload(node.port);
-    const stopWatch = watchSnapshots(dataDir);
-    const output = execFileSync('wrk', ['-t', '2', '-c', '64', '-d', `${SECONDS}s`, '--latency',
-      '-s', join(WRK_DIR, 'put.lua'), `http://127.0.0.1:${node.port}`], {
+    const takenBefore = node.snapshotsTaken();
+    // Asynchronous, so this process keeps draining the node's log while wrk runs.
+    const { stdout: output } = await execFileAsync('wrk', ['-t', '2', '-c', '64', '-d',
+      `${SECONDS}s`, '--latency', '-s', join(WRK_DIR, 'put.lua'),
+      `http://127.0.0.1:${node.port}`], {
       env: { ...process.env, HIVEKV_BENCH_DIR: WRK_DIR, HIVEKV_BENCH_KEYS: String(KEYS) },
       encoding: 'utf8', timeout: (SECONDS + 60) * 1000 });
-    const snapshots = stopWatch();
+    const snapshots = node.snapshotsTaken() - takenBefore;
     return {
       mode,
       callsPerSec: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? NaN),
