@@ -179,36 +179,60 @@ async function admin(url: string, method: string, path: string, body?: unknown):
 
 /**
  * Replaces a follower the way an operator would (README, "Replacing a node"): remove it,
- * wipe it, start it empty with `--join`, add it as a learner, promote it once caught up.
- * The new member's address is its real peer port: a configuration names one address per
- * member, so links to a re-added node bypass the per-link proxies.
+ * wipe it, start it empty with `--join` under a new id (a cluster never takes a removed id
+ * back), add it as a learner, promote it once caught up. Each step goes to the leader of the
+ * moment. The new member's address is its real peer port: a configuration names one address
+ * per member, so links to a re-added node bypass the per-link proxies.
  */
 async function replaceMember(context: NemesisContext): Promise<[string, Heal]> {
   const { cluster, random } = context;
   const leader = await currentLeader(cluster);
   if (leader === null) return ['membership: no leader, skipped', async () => undefined];
   const id = pick(random, cluster.ids().filter((i) => i !== leader));
-  const url = cluster.url(leader);
-  const removed = await admin(url, 'DELETE', `/api/v1/system/members/${id}`);
+  const removed = await admin(cluster.url(leader), 'DELETE', `/api/v1/system/members/${id}`);
   if (removed.status !== 200) {
-    return [`membership: remove ${id} answered ${removed.status}`, async () => undefined];
+    return [`membership: remove ${id} answered ${removed.status} ${JSON.stringify(removed.body)}`,
+      async () => undefined];
   }
   await cluster.kill(id);
   cluster.wipe(id);
   const member = cluster.member(id);
+  const newId = cluster.renameForReplacement(id);
   const peer = `127.0.0.1:${member.peerPort}`;
-  member.args = ['--id', id, '--peer-listen', peer, '--join'];
+  member.args = ['--id', newId, '--peer-listen', peer, '--join'];
   await cluster.launch(member);
   const heal = async () => {
-    await admin(url, 'POST', '/api/v1/system/members', { id, peer, role: 'learner' });
-    for (let i = 0; i < 300; i++) {
-      const promoted = await admin(url, 'POST', '/api/v1/system/members', { id, role: 'voter' });
-      if (promoted.status === 200) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    context.log(`membership: ${id} was not promoted within 30 s`);
+    const outcome = await addAndPromote(context, newId, peer, PROMOTE_WITHIN_MS);
+    if (outcome !== null) context.log(`membership: ${newId} ${outcome}`);
   };
-  return [`membership: removed ${id}, wiped, rejoining`, heal];
+  return [`membership: removed ${id}, wiped, rejoining as ${newId}`, heal];
+}
+
+/** How long the membership heal keeps trying to bring the new member in as a voter. */
+const PROMOTE_WITHIN_MS = 60_000;
+
+/** Adds `id` as a learner, then promotes it; null once it is a voter, else what went wrong. */
+async function addAndPromote(context: NemesisContext, id: string, peer: string,
+  withinMs: number): Promise<string | null> {
+  const deadline = Date.now() + withinMs;
+  let added = false;
+  let last = 'no leader';
+  while (Date.now() < deadline) {
+    const leader = await currentLeader(context.cluster);
+    if (leader !== null) {
+      const url = context.cluster.url(leader);
+      const answer = added
+        ? await admin(url, 'POST', '/api/v1/system/members', { id, role: 'voter' })
+        : await admin(url, 'POST', '/api/v1/system/members', { id, peer, role: 'learner' });
+      const reason = (answer.body as { reason?: unknown } | null)?.reason;
+      // An add whose answer was lost may have committed: the member then exists.
+      if (!added && (answer.status === 200 || reason === 'members_member_exists')) added = true;
+      else if (added && answer.status === 200) return null;
+      last = `${answer.status} ${JSON.stringify(answer.body)}`;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return `was not ${added ? 'promoted' : 'added'} within ${withinMs / 1000} s: ${last}`;
 }
 
 // ---------------------------------------------------------------- the schedule

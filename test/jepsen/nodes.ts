@@ -55,7 +55,10 @@ export interface NodeExit {
 }
 
 interface Member {
-  readonly id: string;
+  /** The id the node runs under now: a replaced node joins under a new one. */
+  id: string;
+  /** Every id this slot has run under, the first one first. */
+  readonly ids: string[];
   readonly index: number;
   readonly clientPort: number;
   readonly peerPort: number;
@@ -88,8 +91,10 @@ export class JepsenCluster {
     return `http://127.0.0.1:${this.member(id).clientPort}`;
   }
 
+  /** The member running under `id`, or that ran under it before it was replaced. */
   member(id: string): Member {
-    const found = this.members.find((m) => m.id === id);
+    const found = this.members.find((m) => m.id === id) ??
+      this.members.find((m) => m.ids.includes(id));
     if (found === undefined) throw new Error(`no member ${id}`);
     return found;
   }
@@ -105,7 +110,7 @@ export class JepsenCluster {
       const id = `n${i + 1}`;
       const dataDir = join(this.dir, 'data', id);
       mkdirSync(dataDir, { recursive: true });
-      this.members.push({ id, index: i, clientPort: ports[2 * i] ?? 0,
+      this.members.push({ id, ids: [id], index: i, clientPort: ports[2 * i] ?? 0,
         peerPort: ports[2 * i + 1] ?? 0, dataDir, logFile: join(this.dir, `${id}.log`), args: [],
         child: null, paused: false, killing: false });
     }
@@ -216,7 +221,9 @@ export class JepsenCluster {
   links(): Array<{ from: string; to: string; proxy: LinkProxy }> {
     const out: Array<{ from: string; to: string; proxy: LinkProxy }> = [];
     this.proxies.forEach((row, i) => row.forEach((proxy, j) => {
-      if (proxy !== null) out.push({ from: `n${i + 1}`, to: `n${j + 1}`, proxy });
+      const from = this.members[i]?.id;
+      const to = this.members[j]?.id;
+      if (proxy !== null && from !== undefined && to !== undefined) out.push({ from, to, proxy });
     }));
     return out;
   }
@@ -249,6 +256,18 @@ export class JepsenCluster {
         // already gone
       }
     }
+  }
+
+  /**
+   * Gives the slot of `id` its next id (`n2` -> `n2-r1` -> `n2-r2`): a cluster never takes a
+   * removed id back, since messages to or from the old node may still be in flight.
+   */
+  renameForReplacement(id: string): string {
+    const member = this.member(id);
+    const next = `${member.ids[0]}-r${member.ids.length}`;
+    member.ids.push(next);
+    member.id = next;
+    return next;
   }
 
   /** Wipes a node's data directory (membership: a replaced node starts empty). */
