@@ -536,10 +536,27 @@ export class Replica implements KvService, MembersService {
     if (this.pendingCount() >= PENDING_REQUESTS_MAX) {
       return unavailable('overloaded', 'too many requests waiting on this node');
     }
-    if (isWrite && this.deps.storage.isLowOnSpace()) {
+    if (isWrite && this.lowOnSpace()) {
       return unavailable('storage_full', 'the data directory is low on free space');
     }
-    return null;
+    return this.state === 'running' ? null
+      : unavailable('shutting_down', 'the node stopped: its data directory failed');
+  }
+
+  /**
+   * The free-space check of an admitted write. A data directory that cannot even be checked
+   * (deleted or unmounted under a running node) cannot keep what the node would acknowledge:
+   * the node stops, as on any storage failure, instead of answering every write with a 500.
+   */
+  private lowOnSpace(): boolean {
+    try {
+      return this.deps.storage.isLowOnSpace();
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.stopOnFatal(new Error(`the data directory cannot be checked (${reason}): the node ` +
+        'stops rather than acknowledge writes it may not keep', { cause: error }));
+      return false;
+    }
   }
 
   private proposeOrQueue(pending: PendingWrite): void {
