@@ -17,11 +17,11 @@ import {
 import { admit, isSelf, setSelfOrigin } from './dedup';
 import {
   setApplied, lastTimeMs, appliedIndex, lastVersion, paused, setPaused, sweep, tenants,
-  tenantId, heapMaybeCompact, tree, nextExpiry, structureBytesWalk,
+  tenantId, heapMaybeCompact, tree, nextExpiry, structureBytesWalk, setTenantQuota,
 } from './state';
 import { EXPIRES_NEVER } from './row';
 import { runCall, emitInvalid } from './call';
-import { writeDigest, readQuota } from './snapshot';
+import { writeDigest, writeDigestRecount, readQuota } from './snapshot';
 import * as slices from './snapshot-out';
 import * as chunks from './snapshot-in';
 import * as memoryUse from './memory-use';
@@ -161,8 +161,7 @@ function applySetQuota(rd: Reader): void {
   let q = readQuota(rd);
   if (!rd.failed && rd.pos != rd.end) rd.fail('trailing bytes');
   if (rd.failed) { emitInvalid(rd.why); return; }
-  let tid = tenantId(String.UTF8.decodeUnsafe(p, len), true);
-  unchecked(tenants[tid]).quota = q;
+  setTenantQuota(tenantId(String.UTF8.decodeUnsafe(p, len), true), q);
   putU8(OUT_ADMIN);
 }
 
@@ -257,9 +256,17 @@ export function stateBytesRecount(): i32 {
   return <i32>outputLen;
 }
 
+/** The state digest (u64; docs/codec.md, "Digest"), from the sums the state keeps: O(1). */
 export function digest(): i32 {
   resetOutput();
   writeDigest();
+  return <i32>outputLen;
+}
+
+/** The digest recounted from every row and quota (for tests: must equal `digest`). */
+export function digestRecount(): i32 {
+  resetOutput();
+  writeDigestRecount();
   return <i32>outputLen;
 }
 

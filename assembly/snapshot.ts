@@ -15,8 +15,10 @@ import {
   rowTenant, rowDead, rowValuePtr, rowValueLen, compareBytes, EXPIRES_NEVER,
 } from './row';
 import {
-  tree, tenants, Tenant, Quota, lastVersion, appliedIndex, lastTimeMs, paused,
+  tree, tenants, Tenant, Quota, lastVersion, appliedIndex, lastTimeMs, paused, rowDigestSum,
+  quotaDigestSum, tenantQuotaHash,
 } from './state';
+import { FNV_OFFSET, fnvU64, rowHash } from './digest';
 import { writeDedupSection } from './dedup';
 
 /** Largest row buffer a snapshot may hold: key + value bounds + header, with room. */
@@ -100,62 +102,8 @@ export function rowOk(r: Row, tenantCount: i32, version: i64, time: i64, prev: R
 
 // ---- digest ----
 
-const FNV_OFFSET: u64 = 0xcbf29ce484222325;
-const FNV_PRIME: u64 = 0x100000001b3;
-
-function fnvBytes(h: u64, p: usize, len: i32): u64 {
-  for (let i = 0; i < len; i++) h = (h ^ <u64>load<u8>(p + i)) * FNV_PRIME;
-  return h;
-}
-
-function fnvU64(h: u64, v: u64): u64 {
-  for (let i = 0; i < 8; i++) h = (h ^ ((v >> (<u64>i * 8)) & 0xff)) * FNV_PRIME;
-  return h;
-}
-
-function mix(z: u64): u64 {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
-  return z ^ (z >> 31);
-}
-
-function rowHash(r: Row): u64 {
-  let t = unchecked(tenants[rowTenant(r)]);
-  let h = fnvBytes(FNV_OFFSET, changetype<usize>(t.nameBytes), t.nameBytes.byteLength);
-  h = (h ^ 0xff) * FNV_PRIME;
-  h = fnvBytes(h, rowKeyPtr(r) + 4, rowKeyLen(r) - 4);
-  h = (h ^ 0xff) * FNV_PRIME;
-  h = fnvBytes(h, rowValuePtr(r), rowValueLen(r));
-  h = fnvU64(h, <u64>rowVersion(r));
-  let e = rowExpiresAt(r);
-  h = fnvU64(h, e == EXPIRES_NEVER ? <u64>-1 : <u64>e);
-  h = fnvU64(h, <u64>rowUpdatedAt(r));
-  return mix(h);
-}
-
-function quotaHash(t: Tenant, q: Quota): u64 {
-  let h = fnvBytes(FNV_OFFSET, changetype<usize>(t.nameBytes), t.nameBytes.byteLength);
-  h = (h ^ 0xff) * FNV_PRIME;
-  h = (h ^ (q.enabled ? 1 : 0)) * FNV_PRIME;
-  h = fnvU64(h, <u64>q.maxRows);
-  h = fnvU64(h, <u64>q.maxBytes);
-  h = fnvU64(h, <u64>q.maxReadsPerSec);
-  h = fnvU64(h, <u64>q.maxWritesPerSec);
-  return mix(h);
-}
-
-export function writeDigest(): void {
-  let rowSum: u64 = 0;
-  tree.seekFirst();
-  while (tree.curLeaf != null) {
-    rowSum += rowHash(tree.current());
-    tree.advance();
-  }
-  let quotaSum: u64 = 0;
-  for (let i = 0; i < tenants.length; i++) {
-    let t = unchecked(tenants[i]);
-    if (t.quota != null) quotaSum += quotaHash(t, t.quota!);
-  }
+/** The digest from the header fields and the two wrapping sums (docs/codec.md, "Digest"). */
+function putDigest(rowSum: u64, quotaSum: u64): void {
   let h = fnvU64(FNV_OFFSET, <u64>lastVersion);
   h = fnvU64(h, <u64>appliedIndex);
   h = fnvU64(h, <u64>lastTimeMs);
@@ -165,4 +113,26 @@ export function writeDigest(): void {
   h = fnvU64(h, quotaSum);
   let at = reserveRaw(8);
   store<u64>(at, h);
+}
+
+/** The digest from the sums the state keeps as it changes: O(1). */
+export function writeDigest(): void {
+  putDigest(rowDigestSum, quotaDigestSum);
+}
+
+/** The digest recounted from every row and quota (tests check it against `writeDigest`). */
+export function writeDigestRecount(): void {
+  let rowSum: u64 = 0;
+  tree.seekFirst();
+  while (tree.curLeaf != null) {
+    let r = tree.current();
+    rowSum += rowHash(unchecked(tenants[rowTenant(r)]).nameBytes, r);
+    tree.advance();
+  }
+  let quotaSum: u64 = 0;
+  for (let i = 0; i < tenants.length; i++) {
+    let t = unchecked(tenants[i]);
+    if (t.quota != null) quotaSum += tenantQuotaHash(t, t.quota!);
+  }
+  putDigest(rowSum, quotaSum);
 }

@@ -11,6 +11,7 @@ import {
 } from './row';
 import { Tree, Node } from './tree';
 import { retireRow, retireBytes } from './preimages';
+import { rowHash, quotaHash } from './digest';
 
 /** Heap entries beyond twice the TTL rows (plus this slack) trigger a compaction. */
 const HEAP_SLACK_ENTRIES: i32 = 4096;
@@ -73,6 +74,12 @@ export let tenantIds = new Map<string, i32>();
 let stateBytesTotal: i64 = 0;
 /** Sum of the row buffers' byteLength over the tree: what the rows take in a snapshot. */
 let rowBufferBytesTotal: i64 = 0;
+/**
+ * Wrapping sums of `rowHash` over the tree and `quotaHash` over the quota rows, kept as rows
+ * and quotas change (`account`, `setTenantQuota`, `resetState`), so the digest is O(1).
+ */
+export let rowDigestSum: u64 = 0;
+export let quotaDigestSum: u64 = 0;
 
 export function setLastVersion(v: i64): void { lastVersion = v; }
 export function setApplied(index: i64, timeMs: i64): void {
@@ -124,7 +131,22 @@ function account(r: Row, sign: i64): void {
   t.bytes += sign * rowUsageBytes(r);
   stateBytesTotal += sign * rowFootprint(rowKeyLen(r), rowValueLen(r));
   rowBufferBytesTotal += sign * <i64>r.byteLength;
+  rowDigestSum += <u64>sign * rowHash(t.nameBytes, r);
   if (rowExpiresAt(r) != EXPIRES_NEVER) ttlRows += <i32>sign;
+}
+
+/** A tenant's quota row's share of the digest. */
+export function tenantQuotaHash(t: Tenant, q: Quota): u64 {
+  return quotaHash(t.nameBytes, q.enabled, q.maxRows, q.maxBytes, q.maxReadsPerSec,
+    q.maxWritesPerSec);
+}
+
+/** Sets (or replaces) a tenant's quota row. */
+export function setTenantQuota(tid: i32, q: Quota): void {
+  let t = unchecked(tenants[tid]);
+  if (t.quota != null) quotaDigestSum -= tenantQuotaHash(t, t.quota!);
+  t.quota = q;
+  quotaDigestSum += tenantQuotaHash(t, q);
 }
 
 /** Puts a row into the tree (replacing any row with its key); returns the replaced row. */
@@ -296,10 +318,13 @@ export function resetState(
   tenantIds = new Map<string, i32>();
   stateBytesTotal = 0;
   rowBufferBytesTotal = 0;
+  rowDigestSum = 0;
+  quotaDigestSum = 0;
   for (let i = 0; i < ts.length; i++) {
     let tn = unchecked(ts[i]);
     tenantIds.set(tn.name, i);
     stateBytesTotal += tenantFootprint(tn.nameBytes.byteLength);
+    if (tn.quota != null) quotaDigestSum += tenantQuotaHash(tn, tn.quota!);
   }
   lastVersion = version;
   appliedIndex = index;
@@ -315,6 +340,7 @@ export function resetState(
     tn.bytes += rowUsageBytes(r);
     stateBytesTotal += rowFootprint(rowKeyLen(r), rowValueLen(r));
     rowBufferBytesTotal += <i64>r.byteLength;
+    rowDigestSum += rowHash(tn.nameBytes, r);
     if (rowExpiresAt(r) != EXPIRES_NEVER) {
       ttlRows++;
       entries.push(r);

@@ -97,6 +97,7 @@ interface Exports {
   stateBytes(): number;
   stateBytesRecount(): number;
   digest(): number;
+  digestRecount(): number;
   meta(): number;
   queryTenant(len: number): number;
   tenantsUsage(maxTenants: number): number;
@@ -128,6 +129,13 @@ export function wasmPath(): string {
 export function machineModule(): WasmModule {
   if (compiled === null) compiled = new Wasm.Module(readFileSync(wasmPath()));
   return compiled;
+}
+
+/** A u64 digest (little-endian in the output) as 16 hex digits. */
+function digestHex(out: Uint8Array): string {
+  let hex = '';
+  for (let i = 7; i >= 0; i--) hex += out[i]!.toString(16).padStart(2, '0');
+  return hex;
 }
 
 function lo32(v: number): number {
@@ -433,10 +441,12 @@ export class StateMachine {
 
   /** A deterministic hash of the whole logical state, 16 hex digits. */
   digest(): string {
-    const out = this.output(this.guard('digest', () => this.x.digest()));
-    let hex = '';
-    for (let i = 7; i >= 0; i--) hex += out[i]!.toString(16).padStart(2, '0');
-    return hex;
+    return digestHex(this.output(this.guard('digest', () => this.x.digest())));
+  }
+
+  /** The digest recounted from every row and quota (for tests: must equal `digest()`). */
+  recountDigest(): string {
+    return digestHex(this.output(this.guard('digestRecount', () => this.x.digestRecount())));
   }
 
   isPaused(): boolean {

@@ -402,6 +402,7 @@ export class Replica implements KvService, MembersService {
       term: status?.term ?? 0,
       commitIndex: status?.commitIndex ?? 0,
       appliedIndex: this.deps.machine.appliedIndex,
+      digest: this.deps.machine.digest(),
       clusterId: this.options.clusterId ?? '',
       stateBytes: this.deps.machine.memoryUse().stateBytes,
       stateBytesMax: this.maxStateBytes,

@@ -80,6 +80,18 @@ function checkByteTotal(m: StateMachine, model: ReferenceModel, at: string): voi
   }
 }
 
+/**
+ * The digest the machine keeps incrementally must equal one recounted from scratch, and the
+ * model's, after every step (so a write that forgets its digest share fails where it happens).
+ */
+function checkDigest(m: StateMachine, model: ReferenceModel, at: string): void {
+  const kept = m.digest();
+  const recount = m.recountDigest();
+  if (kept !== recount) expect(kept, `${at}: incremental digest vs recount`).toBe(recount);
+  const want = model.digest();
+  if (kept !== want) expect(kept, `${at}: digest vs model`).toBe(want);
+}
+
 function replay(log: readonly LoggedEntry[], upTo: number, from?: StateMachine): StateMachine {
   const m = from ?? StateMachine.create();
   for (const e of log) {
@@ -114,6 +126,7 @@ function run(steps: readonly Step[], plan: SlicePlan): void {
       expect(got, `step ${i} read`).toEqual(want);
     }
     checkByteTotal(m, model, `step ${i}`);
+    checkDigest(m, model, `step ${i}`);
     (sliced as SlicedSnapshot | null)?.slice();
   });
   expect(m.digest()).toBe(model.digest());
@@ -126,6 +139,7 @@ function run(steps: readonly Step[], plan: SlicePlan): void {
   const restored = StateMachine.create();
   restoreFromBytes(restored, snapshotToBytes(m), plan.chunkBytes);
   expect(restored.digest()).toBe(m.digest());
+  expect(restored.recountDigest()).toBe(m.digest());
   if (snap === null || bytes === null) return;
   // The sliced snapshot is exactly the state at its begin: byte for byte, then by digest.
   expect(bytes.length).toBe(snap.total);

@@ -1,0 +1,56 @@
+/**
+ * The hashes the state digest is made of (docs/codec.md, "Digest"): one per row and one per
+ * quota row, each FNV-1a 64 then the splitmix64 finalizer. The state keeps their wrapping
+ * sums as rows and quotas come and go (state.ts), so the digest is order-independent, does
+ * not depend on tenant ids or tree shape, and costs O(1) to read. Pure: no state here.
+ */
+import {
+  Row, rowKeyPtr, rowKeyLen, rowVersion, rowExpiresAt, rowUpdatedAt, rowValuePtr, rowValueLen,
+  EXPIRES_NEVER,
+} from './row';
+
+export const FNV_OFFSET: u64 = 0xcbf29ce484222325;
+const FNV_PRIME: u64 = 0x100000001b3;
+
+function fnvBytes(h: u64, p: usize, len: i32): u64 {
+  for (let i = 0; i < len; i++) h = (h ^ <u64>load<u8>(p + i)) * FNV_PRIME;
+  return h;
+}
+
+export function fnvU64(h: u64, v: u64): u64 {
+  for (let i = 0; i < 8; i++) h = (h ^ ((v >> (<u64>i * 8)) & 0xff)) * FNV_PRIME;
+  return h;
+}
+
+function mix(z: u64): u64 {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+  return z ^ (z >> 31);
+}
+
+/** A row's share of the digest; `tenantName` is its tenant's name as UTF-8. */
+export function rowHash(tenantName: ArrayBuffer, r: Row): u64 {
+  let h = fnvBytes(FNV_OFFSET, changetype<usize>(tenantName), tenantName.byteLength);
+  h = (h ^ 0xff) * FNV_PRIME;
+  h = fnvBytes(h, rowKeyPtr(r) + 4, rowKeyLen(r) - 4);
+  h = (h ^ 0xff) * FNV_PRIME;
+  h = fnvBytes(h, rowValuePtr(r), rowValueLen(r));
+  h = fnvU64(h, <u64>rowVersion(r));
+  let e = rowExpiresAt(r);
+  h = fnvU64(h, e == EXPIRES_NEVER ? <u64>-1 : <u64>e);
+  h = fnvU64(h, <u64>rowUpdatedAt(r));
+  return mix(h);
+}
+
+/** A quota row's share of the digest. */
+export function quotaHash(tenantName: ArrayBuffer, enabled: bool, maxRows: i64, maxBytes: i64,
+  maxReadsPerSec: i64, maxWritesPerSec: i64): u64 {
+  let h = fnvBytes(FNV_OFFSET, changetype<usize>(tenantName), tenantName.byteLength);
+  h = (h ^ 0xff) * FNV_PRIME;
+  h = (h ^ (enabled ? 1 : 0)) * FNV_PRIME;
+  h = fnvU64(h, <u64>maxRows);
+  h = fnvU64(h, <u64>maxBytes);
+  h = fnvU64(h, <u64>maxReadsPerSec);
+  h = fnvU64(h, <u64>maxWritesPerSec);
+  return mix(h);
+}
