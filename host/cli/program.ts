@@ -9,8 +9,10 @@ import { Command, CommanderError } from 'commander';
 import { registerBench } from './bench.js';
 import { docsPath } from './connection.js';
 import { registerHealth } from './health.js';
+import { registerInspect } from './inspect.js';
 import { registerKv } from './kv.js';
 import { registerMembers } from './members.js';
+import { registerReplay } from './replay.js';
 import { registerServe } from './serve.js';
 
 /** Exit status for a usage or configuration error. */
@@ -28,6 +30,8 @@ export function buildProgram(): Command {
   registerHealth(program);
   registerBench(program);
   registerMembers(program);
+  registerInspect(program);
+  registerReplay(program);
   return program;
 }
 

@@ -42,6 +42,37 @@ export function encodeEnvelope(origin: Origin, seq: number, command: Uint8Array)
   return out;
 }
 
+/** What `decodeEnvelope` read: the proposal's origin and number, and the command bytes. */
+export interface DecodedEnvelope {
+  readonly origin: Origin;
+  readonly seq: number;
+  readonly command: Uint8Array;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The envelope of a normal entry's bytes, for tools that print a log; null when the bytes
+ * are no valid envelope (the machine applies such an entry as a no-op).
+ */
+export function decodeEnvelope(data: Uint8Array): DecodedEnvelope | null {
+  if (data.length < 2 || data[0] !== ENVELOPE_FORMAT_VERSION) return null;
+  const idLength = data[1]!;
+  if (idLength > ORIGIN_ID_BYTES_MAX || data.length < 2 + idLength + 12) return null;
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  let nodeId: string;
+  try {
+    nodeId = strictUtf8.decode(data.subarray(2, 2 + idLength));
+  } catch {
+    return null;
+  }
+  const at = 2 + idLength;
+  const seq = view.getBigUint64(at + 4, true);
+  if (seq < 1n || seq > BigInt(Number.MAX_SAFE_INTEGER)) return null;
+  return { origin: { nodeId, incarnation: view.getUint32(at, true) }, seq: Number(seq),
+    command: data.subarray(at + 12) };
+}
+
 /**
  * The machine's snapshot inside a stored snapshot. Snapshots of earlier releases wrap it
  * after their own dedup table (magic "HKS1"); that table is dropped, since the machine keeps

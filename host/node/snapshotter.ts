@@ -195,8 +195,8 @@ export class ChunkSender {
  * file's checksum verified; on any failure it keeps its state and this rejects. To free
  * memory first, the caller empties the machine (`clearState`).
  */
-export async function restoreMachine(storage: Storage, machine: StateMachine,
-  snapshot: Snapshot, chunkBytes = RESTORE_CHUNK_BYTES): Promise<void> {
+export async function restoreMachine(storage: Pick<Storage, 'snapshotChunks'>,
+  machine: StateMachine, snapshot: Snapshot, chunkBytes = RESTORE_CHUNK_BYTES): Promise<void> {
   const legacy = new LegacySnapshotSkipper();
   machine.restoreBegin();
   try {

@@ -353,11 +353,15 @@ export async function writeSnapshotFile(snapDir: string, meta: SnapshotMeta, dat
   await writer.publish();
 }
 
-/** Snapshot indexes on disk, newest first. Removes temp files a crash left behind. */
-export async function listSnapshotIndexes(snapDir: string): Promise<number[]> {
+/**
+ * Snapshot indexes on disk, newest first. Removes temp files a crash left behind, unless
+ * `removeTemps` is false (read-only tools: a running node may be writing one).
+ */
+export async function listSnapshotIndexes(snapDir: string, removeTemps = true):
+  Promise<number[]> {
   const names = await readdir(snapDir);
   for (const name of names) {
-    if (name.endsWith('.tmp')) await unlink(join(snapDir, name));
+    if (removeTemps && name.endsWith('.tmp')) await unlink(join(snapDir, name));
   }
   return names
     .map((name) => SNAPSHOT_NAME.exec(name)?.[1])
