@@ -8,6 +8,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerBench } from './bench.js';
 import { docsPath } from './connection.js';
+import { registerDiff } from './diff.js';
 import { registerHealth } from './health.js';
 import { registerInspect } from './inspect.js';
 import { registerKv } from './kv.js';
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerMembers(program);
   registerInspect(program);
   registerReplay(program);
+  registerDiff(program);
   return program;
 }
 

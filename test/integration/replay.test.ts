@@ -5,7 +5,6 @@
  * what `hivekv replay`, `--at --get` and `--history` must give from the directory it left.
  * `inspect` and `replay` must refuse a damaged log, naming the file and the byte offset.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,46 +13,7 @@ import {
 } from '../helpers/node-process.js';
 import { DataDir } from '../../host/replay/data-dir.js';
 import { replay } from '../../host/replay/replay.js';
-
-const ROOT = new URL('../../', import.meta.url).pathname;
-const RUN_TIMEOUT_MS = 60_000;
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  /** stdout as JSON lines. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  readonly lines: any[];
-}
-
-export function hivekv(args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/hivekv.js', ...args], {
-      cwd: ROOT, env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`hivekv ${args.join(' ')} ran over ${RUN_TIMEOUT_MS} ms`));
-    }, RUN_TIMEOUT_MS);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      const lines = stdout.split('\n').filter((l) => l.trim() !== '').map((l) => {
-        try {
-          return JSON.parse(l) as unknown;
-        } catch {
-          return l;
-        }
-      });
-      resolve({ code, stdout, stderr, lines });
-    });
-  });
-}
+import { hivekv } from '../helpers/hivekv-cli.js';
 
 interface Moment { readonly appliedIndex: number; readonly digest: string }
 
