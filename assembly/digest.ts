@@ -17,6 +17,18 @@ function fnvBytes(h: u64, p: usize, len: i32): u64 {
   return h;
 }
 
+/**
+ * FNV-1a over 8-byte little-endian words, then the tail byte by byte: a row's bytes cost an
+ * eighth of the multiplies (the digest is kept on every write). Each step is a bijection of
+ * the state, and `mix` spreads the high bits at the end.
+ */
+function fnvWords(h: u64, p: usize, len: i32): u64 {
+  let i = 0;
+  for (; i + 8 <= len; i += 8) h = (h ^ load<u64>(p + <usize>i)) * FNV_PRIME;
+  for (; i < len; i++) h = (h ^ <u64>load<u8>(p + <usize>i)) * FNV_PRIME;
+  return h;
+}
+
 export function fnvU64(h: u64, v: u64): u64 {
   for (let i = 0; i < 8; i++) h = (h ^ ((v >> (<u64>i * 8)) & 0xff)) * FNV_PRIME;
   return h;
@@ -30,11 +42,11 @@ function mix(z: u64): u64 {
 
 /** A row's share of the digest; `tenantName` is its tenant's name as UTF-8. */
 export function rowHash(tenantName: ArrayBuffer, r: Row): u64 {
-  let h = fnvBytes(FNV_OFFSET, changetype<usize>(tenantName), tenantName.byteLength);
+  let h = fnvWords(FNV_OFFSET, changetype<usize>(tenantName), tenantName.byteLength);
   h = (h ^ 0xff) * FNV_PRIME;
-  h = fnvBytes(h, rowKeyPtr(r) + 4, rowKeyLen(r) - 4);
+  h = fnvWords(h, rowKeyPtr(r) + 4, rowKeyLen(r) - 4);
   h = (h ^ 0xff) * FNV_PRIME;
-  h = fnvBytes(h, rowValuePtr(r), rowValueLen(r));
+  h = fnvWords(h, rowValuePtr(r), rowValueLen(r));
   h = fnvU64(h, <u64>rowVersion(r));
   let e = rowExpiresAt(r);
   h = fnvU64(h, e == EXPIRES_NEVER ? <u64>-1 : <u64>e);

@@ -359,8 +359,9 @@ export class ReferenceModel {
   digest(): string {
     let rowSum = 0n;
     for (const r of this.rows.values()) {
-      const h = new Fnv().bytes(utf8(r.tenant)).byte(0xff).bytes(utf8(r.ns)).byte(0)
-        .bytes(utf8(r.key)).byte(0xff).bytes(utf8(r.valueJson)).u64(r.version)
+      const h = new Fnv().words(utf8(r.tenant)).byte(0xff)
+        .words(Buffer.concat([utf8(r.ns), Uint8Array.of(0), utf8(r.key)])).byte(0xff)
+        .words(utf8(r.valueJson)).u64(r.version)
         .u64(r.expiresAtMs ?? -1).u64(r.updatedAtMs);
       rowSum = (rowSum + mix(h.value())) & MASK64;
     }
@@ -383,6 +384,7 @@ function toRow(r: ModelRow, withValue: boolean): Row {
 }
 
 const MASK64 = (1n << 64n) - 1n;
+const FNV_PRIME_BIG = 0x100000001b3n;
 
 function mix(z: bigint): bigint {
   z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
@@ -406,6 +408,22 @@ class Fnv {
 
   bytes(buf: Uint8Array): this {
     for (const b of buf) this.byte(b);
+    return this;
+  }
+
+  /** FNV-1a over 8-byte little-endian words, then the tail byte by byte. */
+  words(buf: Uint8Array): this {
+    const whole = buf.length - (buf.length % 8);
+    if (whole > 0) {
+      const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+      let h = this.value();
+      for (let i = 0; i < whole; i += 8) {
+        h = ((h ^ view.getBigUint64(i, true)) * FNV_PRIME_BIG) & MASK64;
+      }
+      this.hi = Number(h >> 32n);
+      this.lo = Number(h & 0xffffffffn);
+    }
+    for (let i = whole; i < buf.length; i++) this.byte(buf[i]!);
     return this;
   }
 
