@@ -38,6 +38,12 @@ export function reserveOutput(extra: usize): void {
   ensureOutput(extra);
 }
 
+/** Drops what the current call wrote past `len` bytes of output. */
+export function truncateOutput(len: usize): void {
+  assert(len <= outputLen, 'truncateOutput past the end');
+  outputLen = len;
+}
+
 export function resetOutput(): void {
   outputLen = 0;
   ensureOutput(0);

@@ -8,7 +8,7 @@
 import {
   CMD_CALL, CMD_CALL_V1, CMD_SWEEP, CMD_SET_QUOTA, CMD_SET_PAUSED, CMD_NOOP, OUT_SWEEP, OUT_ADMIN,
   OUT_NOOP, TENANT_BYTES_MAX, SAFE_INTEGER_MAX, ENTRY_NORMAL, ENTRY_EMPTY,
-  ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX, NEXT_EXPIRY_NONE,
+  ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX, NEXT_EXPIRY_NONE, CMD_KEYED_CALL,
 } from './abi';
 import {
   Reader, ensureInput, inputPtr, inputCap, outputPtr, outputLen, resetOutput, putU8, putU32,
@@ -27,6 +27,7 @@ import * as chunks from './snapshot-in';
 import * as memoryUse from './memory-use';
 import { setLimits } from './request/limits';
 import { parseRequestFrame } from './request/parse';
+import * as idempotency from './idempotency';
 
 function join(lo: i32, hi: i32): i64 {
   return (<i64>hi << 32) | (<i64>lo & 0xffffffff);
@@ -70,6 +71,7 @@ function entryTime(index: i64, time: i64): i64 {
 function applyCommand(rd: Reader, time: i64, answered: bool): void {
   let kind = rd.u8();
   if (kind == CMD_CALL || kind == CMD_CALL_V1) runCall(rd, kind, time, true, answered);
+  else if (kind == CMD_KEYED_CALL) idempotency.runKeyedCall(rd, time, answered);
   else if (kind == CMD_SWEEP) applySweep(rd, time);
   else if (kind == CMD_SET_QUOTA) applySetQuota(rd);
   else if (kind == CMD_SET_PAUSED) applySetPaused(rd);
@@ -150,6 +152,7 @@ function applySweep(rd: Reader, time: i64): void {
   if (!rd.failed && rd.pos != rd.end) rd.fail('trailing bytes');
   if (rd.failed) { emitInvalid(rd.why); return; }
   let removed = sweep(time, maxKeys);
+  idempotency.sweepRecords(time, maxKeys);
   putU8(OUT_SWEEP);
   putI64(removed);
 }
@@ -331,7 +334,19 @@ export function liveKeyCount(): i32 {
 export function nextExpiryMs(): i32 {
   resetOutput();
   let e = nextExpiry();
+  let r = idempotency.nextRecordExpiry();
+  if (r >= 0 && r < e) e = r;
   putI64(e == EXPIRES_NEVER ? NEXT_EXPIRY_NONE : e);
+  return <i32>outputLen;
+}
+
+/** Idempotency records held, their bytes, evictions and replays since start (i64 each). */
+export function idempotencyStats(): i32 {
+  resetOutput();
+  putI64(idempotency.recordCount());
+  putI64(idempotency.recordBytes());
+  putI64(idempotency.evictionCount());
+  putI64(idempotency.replayCount());
   return <i32>outputLen;
 }
 

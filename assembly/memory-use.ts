@@ -9,6 +9,7 @@
 import { putI64 } from './buffers';
 import { stateBytes, recountRowBytes, tenantTableBytes } from './state';
 import { preimageBytes, retiredBytes, clearRetired } from './preimages';
+import { recordBytes } from './idempotency';
 
 /**
  * Held plus retired bytes past which the machine collects in full: the 4 GiB ceiling less
@@ -25,7 +26,7 @@ let fullCollections: i64 = 0;
 /** Collects in full when the garbage the machine knows of would pass the line. */
 export function collectWhenDue(): void {
   if (retiredBytes < RETIRED_COLLECT_BYTES_MIN) return;
-  if (stateBytes() + preimageBytes + retiredBytes < COLLECT_LINE_BYTES) return;
+  if (stateBytes() + recordBytes() + preimageBytes + retiredBytes < COLLECT_LINE_BYTES) return;
   collectNow();
 }
 

@@ -2,11 +2,12 @@
  * A restore fed in chunks of any size (an item, a row above all, may straddle chunks). Every
  * byte is checked as it arrives, exactly as a whole-snapshot restore would check it, and the
  * new state is built beside the live one, which only `endRestore` replaces: a bad, short or
- * abandoned snapshot leaves the state untouched. Reads format 2 (with the dedup section) and
- * format 1 (without). Pure: no clock, no I/O.
+ * abandoned snapshot leaves the state untouched. Reads format 3 (with the dedup and the
+ * idempotency sections), format 2 (dedup only) and format 1 (neither). Pure: no clock, no I/O.
  */
 import {
-  SNAPSHOT_MAGIC, FORMAT_VERSION, FORMAT_VERSION_NO_DEDUP, TENANT_BYTES_MAX, SAFE_INTEGER_MAX,
+  SNAPSHOT_MAGIC, FORMAT_VERSION, FORMAT_VERSION_NO_DEDUP, FORMAT_VERSION_NO_IDEMPOTENCY,
+  TENANT_BYTES_MAX, SAFE_INTEGER_MAX,
 } from './abi';
 import { Reader } from './buffers';
 import { Row, ROW_HEADER_BYTES, allocRow } from './row';
@@ -16,6 +17,10 @@ import { readQuota, rowOk, SNAPSHOT_ROW_BYTES_MAX, SNAPSHOT_HEADER_BYTES } from 
 import {
   DEDUP_SECTION_BYTES_MAX, readDedupSection, installDedupSection, discardDedupSection,
 } from './dedup';
+import {
+  IDEMPOTENCY_SECTION_BYTES_MAX, readIdempotencySection, installIdempotencySection,
+  discardIdempotencySection,
+} from './idempotency';
 import { abortSnapshot } from './snapshot-out';
 import { collectNow } from './memory-use';
 
@@ -29,6 +34,7 @@ const PHASE_ROW_COUNT = 5;
 const PHASE_ROWS = 6;
 const PHASE_DONE = 7;
 const PHASE_FAILED = 8;
+const PHASE_IDEMPOTENCY = 9;
 
 /** u8 enabled and four i64 limits. */
 const QUOTA_BYTES: i64 = 33;
@@ -66,6 +72,7 @@ function release(): void {
   builder = new TreeBuilder();
   prev = null;
   discardDedupSection();
+  discardIdempotencySection();
   if (carry != 0) heap.free(carry);
   carry = 0;
   carryCap = 0;
@@ -99,6 +106,9 @@ function itemBytes(p: usize, avail: usize): i64 {
   if (phase == PHASE_TENANT_COUNT) return 4;
   if (phase == PHASE_ROW_COUNT) return 8;
   if (phase == PHASE_DEDUP) return prefixed(p, avail, DEDUP_SECTION_BYTES_MAX, 'dedup section');
+  if (phase == PHASE_IDEMPOTENCY) {
+    return prefixed(p, avail, IDEMPOTENCY_SECTION_BYTES_MAX, 'idempotency section');
+  }
   if (phase == PHASE_ROWS) return prefixed(p, avail, SNAPSHOT_ROW_BYTES_MAX, 'row');
   if (phase == PHASE_TENANT) {
     let name = prefixed(p, avail, <u32>TENANT_BYTES_MAX, 'tenant');
@@ -113,7 +123,8 @@ function itemBytes(p: usize, avail: usize): i64 {
 function readHeader(rd: Reader): void {
   if (rd.u32() != <u32>SNAPSHOT_MAGIC) return fail('not a snapshot');
   formatVersion = rd.u32();
-  if (formatVersion != <u32>FORMAT_VERSION && formatVersion != <u32>FORMAT_VERSION_NO_DEDUP) {
+  if (formatVersion != <u32>FORMAT_VERSION && formatVersion != <u32>FORMAT_VERSION_NO_DEDUP &&
+    formatVersion != <u32>FORMAT_VERSION_NO_IDEMPOTENCY) {
     return fail('unknown snapshot format');
   }
   index = rd.i64();
@@ -179,6 +190,10 @@ function takeItem(p: usize, n: usize): void {
     let reason = readDedupSection(section);
     if (reason.length > 0) fail(reason);
     else if (section.pos != section.end) fail('bad dedup section');
+    else phase = formatVersion == <u32>FORMAT_VERSION ? PHASE_IDEMPOTENCY : PHASE_ROW_COUNT;
+  } else if (phase == PHASE_IDEMPOTENCY) {
+    let reason = readIdempotencySection(new Reader(p + 4, n - 4));
+    if (reason.length > 0) fail(reason);
     else phase = PHASE_ROW_COUNT;
   } else if (phase == PHASE_ROW_COUNT) readRowCount(rd);
   else if (phase == PHASE_ROWS) readRow(p + 4, n - 4);
@@ -250,6 +265,7 @@ export function endRestore(): string {
   abortSnapshot();
   let t: Tree = builder.finish();
   installDedupSection();
+  installIdempotencySection();
   resetState(t, staged, version, index, timeMs, pausedFlag);
   release();
   phase = PHASE_IDLE;
@@ -270,6 +286,8 @@ export function clearState(): void {
   abortSnapshot();
   discardDedupSection();
   installDedupSection();
+  discardIdempotencySection();
+  installIdempotencySection();
   resetState(new Tree(), new Array<Tenant>(), 0, 0, 0, false);
   collectNow();
 }

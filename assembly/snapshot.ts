@@ -20,6 +20,7 @@ import {
 } from './state';
 import { FNV_OFFSET, fnvU64, rowHash } from './digest';
 import { writeDedupSection } from './dedup';
+import { writeIdempotencySection } from './idempotency';
 
 /** Largest row buffer a snapshot may hold: key + value bounds + header, with room. */
 export const SNAPSHOT_ROW_BYTES_MAX: u32 = 4 * 1024 * 1024;
@@ -56,6 +57,10 @@ export function writeSnapshotHead(): void {
   let lengthAt = outputLen;
   putU32(0);
   writeDedupSection();
+  store<u32>(outputPtr + lengthAt, <u32>(outputLen - lengthAt - 4));
+  lengthAt = outputLen;
+  putU32(0);
+  writeIdempotencySection();
   store<u32>(outputPtr + lengthAt, <u32>(outputLen - lengthAt - 4));
   putI64(<i64>tree.count);
 }

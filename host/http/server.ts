@@ -26,6 +26,7 @@ import type {
 } from './guards.js';
 import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
+import { IDEMPOTENCY_HEADER, keyedOrRefused, REPLAYED_HEADERS } from './idempotency.js';
 import { renderEmptyTransaction } from './transaction.js';
 import {
   parseJsonBody, validateQuotaSettings, validateTenantSegment, validateTimersBody,
@@ -302,7 +303,15 @@ class HttpApp {
     }
     const wire: Wire = route.id === 'transaction' ? 'transaction' : 'kv';
     if (parsed.opCount === 0 && wire === 'kv') return reply(EMPTY_RESULTS);
-    return this.submit(exchange, { tenant, hasWrites: parsed.hasWrites, command: parsed.command,
+    let command = parsed.command;
+    // Only a write call is keyed; a read-only call ignores the header.
+    const key = parsed.hasWrites ? req.headers[IDEMPOTENCY_HEADER] : undefined;
+    if (key !== undefined) {
+      const keyed = keyedOrRefused(command, key, this.deps.config.idempotencyTtlSeconds);
+      if (isKvError(keyed)) return keyed;
+      command = keyed;
+    }
+    return this.submit(exchange, { tenant, hasWrites: parsed.hasWrites, command,
       growthBytes: parsed.growthBytes, empty: parsed.opCount === 0,
       transactionId: frame.transactionId ?? null }, wire);
   }
@@ -477,7 +486,8 @@ function machineReply(header: AnswerHeader, body: Uint8Array): Reply {
   const etag = header.etagVersion === null ? null : '"' + header.etagVersion + '"';
   return { status: header.status, body: Buffer.from(body.buffer, body.byteOffset,
     body.byteLength), contentType: JSON_TYPE, etag, retryAfterSeconds: header.retryAfterSeconds,
-  refusalReason: header.status === 200 ? null : reasonIn(body) };
+  refusalReason: header.status === 200 ? null : reasonIn(body),
+  headers: header.replayed === true ? REPLAYED_HEADERS : null };
 }
 
 function reasonIn(body: Uint8Array): string {

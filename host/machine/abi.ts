@@ -5,9 +5,11 @@
  */
 
 /** Bumped whenever a command, result or snapshot layout changes. */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 /** The snapshot layout before the dedup section; such snapshots still restore. */
 export const FORMAT_VERSION_NO_DEDUP = 1;
+/** The snapshot layout before the idempotency section; such snapshots still restore. */
+export const FORMAT_VERSION_NO_IDEMPOTENCY = 2;
 
 // Command kinds (first byte of a command).
 export const CMD_CALL_V1 = 1;
@@ -17,6 +19,8 @@ export const CMD_SET_PAUSED = 4;
 export const CMD_NOOP = 5;
 /** A call with its response shape (and transaction id); CMD_CALL_V1 is the same without. */
 export const CMD_CALL = 6;
+/** A CMD_CALL with an Idempotency-Key: string key, i64 record TTL seconds, the CMD_CALL. */
+export const CMD_KEYED_CALL = 7;
 
 // Response shapes of a call (the byte after CMD_CALL): how its answer is wrapped.
 /** `POST /api/v1/kv`: `{"results":[...]}`. */
@@ -86,6 +90,24 @@ export const SAFE_INTEGER_MAX = 9007199254740991;
 export const ANSWER_ETAG = 1;
 export const ANSWER_RETRY_AFTER = 2;
 export const ANSWER_HEADER_BYTES = 19;
+/** The answer is a recorded one, replayed for a retry: `Idempotent-Replayed: true`. */
+export const ANSWER_REPLAYED = 4;
+
+// Idempotency records (docs/codec.md, "Idempotency records"), per tenant and in all.
+/** An Idempotency-Key is 1..this many bytes of printable ASCII (0x20..0x7e). */
+export const IDEMPOTENCY_KEY_BYTES_MAX = 255;
+/** Longest record lifetime a keyed call may carry (HIVEKV_IDEMPOTENCY_TTL_SECONDS). */
+export const IDEMPOTENCY_TTL_SECONDS_MAX = 2592000;
+/** Records one tenant holds at most; past it the tenant's oldest record is evicted. */
+export const IDEMPOTENCY_RECORDS_PER_TENANT_MAX = 1000000;
+/** Record bytes one tenant holds at most; past it the tenant's oldest record is evicted. */
+export const IDEMPOTENCY_BYTES_PER_TENANT_MAX = 134217728;
+/** Record bytes all tenants hold at most; past it the oldest record of any is evicted. */
+export const IDEMPOTENCY_BYTES_MAX = 268435456;
+/** Largest answer (header and body) a record keeps; a larger one is recorded without it. */
+export const IDEMPOTENCY_ANSWER_BYTES_MAX = 1048576;
+/** What a record costs beyond its key, tenant and answer bytes (objects, map slot). */
+export const IDEMPOTENCY_RECORD_OVERHEAD_BYTES = 160;
 
 // Log entries (docs/codec.md, "Entries"): their type, and the envelope of a normal entry.
 export const ENTRY_NORMAL = 1;

@@ -12,7 +12,9 @@ import {
   FLAG_FOREVER, FLAG_KEYS_ONLY, FLAG_PUT_IF_ABSENT, FLAG_HAS_MIN, FLAG_HAS_MAX,
   CALL_REQUIRE_GRANT, OUT_CALL, OUT_SWEEP, OUT_ADMIN, OUT_NOOP, OUT_INVALID, LIMIT_NONE_WIRE,
   SHAPE_BATCH, SHAPE_SINGLE, SHAPE_TRANSACTION, ANSWER_ETAG, ANSWER_RETRY_AFTER,
+  ANSWER_REPLAYED,
 } from './abi.js';
+import { keyedHeadBytes, writeKeyedHead } from './idempotency.js';
 import type {
   Answer, ApplyOutcome, CallFlags, Command, Expiry, KvCall, KvOp, QuotaSettings,
 } from './commands.js';
@@ -107,6 +109,11 @@ export function encodeCommand(command: Command): Uint8Array {
 export function writeCommand(w: ByteWriter, command: Command): void {
   switch (command.kind) {
     case 'call':
+      if (command.idempotency !== undefined) {
+        const head = keyedHeadBytes(command.idempotency.key.length);
+        w.ensure(head);
+        w.pos = writeKeyedHead(w.buf, w.pos, command.idempotency);
+      }
       writeCall(w, command.call, command.flags);
       return;
     case 'sweep':
@@ -278,6 +285,8 @@ export interface AnswerHeader {
   readonly status: number;
   readonly etagVersion: number | null;
   readonly retryAfterSeconds: number | null;
+  /** A recorded answer replayed for a retry: sent with `Idempotent-Replayed: true`. */
+  readonly replayed?: boolean;
   readonly bodyLength: number;
 }
 
@@ -292,6 +301,7 @@ export function readAnswerHeader(r: ByteReader): AnswerHeader {
     status,
     etagVersion: (flags & ANSWER_ETAG) !== 0 ? etag : null,
     retryAfterSeconds: (flags & ANSWER_RETRY_AFTER) !== 0 ? retryAfter : null,
+    replayed: (flags & ANSWER_REPLAYED) !== 0,
     bodyLength,
   };
 }
@@ -300,8 +310,9 @@ export function readAnswerHeader(r: ByteReader): AnswerHeader {
 export function readAnswer(r: ByteReader): Answer {
   const header = readAnswerHeader(r);
   const body = r.bytesCopy(header.bodyLength);
-  return { status: header.status, etagVersion: header.etagVersion,
+  const answer = { status: header.status, etagVersion: header.etagVersion,
     retryAfterSeconds: header.retryAfterSeconds, body };
+  return header.replayed === true ? { ...answer, replayed: true } : answer;
 }
 
 /** Decodes the output of `apply`, answers copied out of wasm memory. */

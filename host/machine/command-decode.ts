@@ -1,7 +1,8 @@
 /**
  * Command bytes (a log entry's command, docs/codec.md "Commands") back into the `Command`
  * of commands.ts: every command kind, both call layouts (CMD_CALL with its shape and
- * transaction id, and CMD_CALL_V1 without). For tests, and for tools that print a log.
+ * transaction id, and CMD_CALL_V1 without), and a CMD_KEYED_CALL as a call with its key.
+ * For tests, and for tools that print a log.
  *
  * Structural: it reads what the bytes say and refuses only what has no reading (short or
  * trailing bytes, unknown kinds, codes or flags, an integer beyond 2^53, invalid UTF-8); the
@@ -9,11 +10,13 @@
  * gives `{ ok: false, reason }`. Pure: no I/O.
  */
 import {
-  CMD_CALL, CMD_CALL_V1, CMD_NOOP, CMD_SET_PAUSED, CMD_SET_QUOTA, CMD_SWEEP, FLAG_FOREVER,
+  CMD_CALL, CMD_CALL_V1, CMD_KEYED_CALL, CMD_NOOP, CMD_SET_PAUSED, CMD_SET_QUOTA, CMD_SWEEP,
+  FLAG_FOREVER, IDEMPOTENCY_TTL_SECONDS_MAX,
   FLAG_HAS_EXPECT, FLAG_HAS_MAX, FLAG_HAS_MIN, FLAG_KEYS_ONLY, FLAG_PUT_IF_ABSENT,
   FLAG_REQUIRED, CALL_REQUIRE_GRANT, LIMIT_NONE_WIRE, OP_CHECK, OP_DELETE, OP_GET,
   OP_GET_MANY, OP_GET_PREFIX, OP_INCR, OP_PUT, SHAPE_BATCH, SHAPE_SINGLE, SHAPE_TRANSACTION,
 } from './abi.js';
+import { idempotencyKeyProblem } from './idempotency.js';
 import type { CallShape, Command, Expiry, KvCall, KvOp, QuotaSettings } from './commands.js';
 
 export type DecodedCommand =
@@ -102,6 +105,8 @@ function readCommand(c: Cursor): Command {
     case CMD_CALL:
     case CMD_CALL_V1:
       return readCall(c, kind);
+    case CMD_KEYED_CALL:
+      return readKeyedCall(c);
     case CMD_SWEEP:
       return { kind: 'sweep', maxKeys: c.i64('maxKeys') };
     case CMD_SET_QUOTA:
@@ -116,6 +121,20 @@ function readCommand(c: Cursor): Command {
     default:
       throw new Malformed(`unknown command kind ${kind}`);
   }
+}
+
+/** A CMD_KEYED_CALL: the key and record lifetime, then a CMD_CALL. */
+function readKeyedCall(c: Cursor): Command {
+  const key = c.str('idempotency key');
+  if (idempotencyKeyProblem(key) !== null) throw new Malformed('bad idempotency key');
+  const ttlSeconds = c.i64('idempotency ttlSeconds');
+  if (ttlSeconds < 1 || ttlSeconds > IDEMPOTENCY_TTL_SECONDS_MAX) {
+    throw new Malformed('idempotency ttlSeconds out of range');
+  }
+  const kind = c.u8('kind');
+  if (kind !== CMD_CALL) throw new Malformed('a keyed command that is not a call');
+  const call = readCall(c, kind);
+  return call.kind === 'call' ? { ...call, idempotency: { key, ttlSeconds } } : call;
 }
 
 function readQuota(c: Cursor): QuotaSettings {

@@ -201,8 +201,16 @@ export interface TenantUsage {
 }
 
 /** Every kind of entry the replicated log carries, as the machine applies it. */
+/** An Idempotency-Key and how long its record answers retries (host/machine/idempotency.ts). */
+export interface Idempotency {
+  readonly key: string;
+  readonly ttlSeconds: number;
+}
+
 export type Command =
-  | { readonly kind: 'call'; readonly call: KvCall; readonly flags: CallFlags }
+  | { readonly kind: 'call'; readonly call: KvCall; readonly flags: CallFlags;
+      /** A write call with an Idempotency-Key: logged as CMD_KEYED_CALL. */
+      readonly idempotency?: Idempotency }
   /** Remove up to `maxKeys` keys expired at the entry's time. */
   | { readonly kind: 'sweep'; readonly maxKeys: number }
   | { readonly kind: 'setQuota'; readonly tenant: string; readonly quota: QuotaSettings }
@@ -220,6 +228,8 @@ export interface Answer {
   /** A found `get` on a path route: its version, sent as `ETag: "<version>"`. */
   readonly etagVersion: number | null;
   readonly retryAfterSeconds: number | null;
+  /** A recorded answer replayed for a retry (`Idempotent-Replayed: true`). */
+  readonly replayed?: boolean;
   readonly body: Uint8Array;
 }
 

@@ -56,6 +56,14 @@ export const Wasm: WasmApi = (globalThis as unknown as { WebAssembly: WasmApi })
  * Receives, in log order, what `applyEntries` decided about each entry. Views passed to it
  * are into wasm memory and valid only during the call.
  */
+/** See `StateMachine.idempotencyStats`. */
+export interface IdempotencyStats {
+  readonly records: number;
+  readonly bytes: number;
+  readonly evictions: number;
+  readonly replays: number;
+}
+
 export interface AppliedEntrySink {
   /** This node proposed the call at `seq`: its answer, ready to send. */
   answer(seq: number, header: AnswerHeader, body: Uint8Array): void;
@@ -105,6 +113,7 @@ interface Exports {
   nextExpiryMs(): number;
   isPaused(): number;
   structureBytes(): number;
+  idempotencyStats(): number;
   setRequestLimits(maxValueBytes: number, maxKeyBytes: number, maxOpsPerCall: number,
     maxKeysPerCall: number, prefixLimit: number, maxReadBytesLo: number,
     maxReadBytesHi: number): number;
@@ -513,6 +522,16 @@ export class StateMachine {
     const at = new ByteReader(this.output(this.guard('nextExpiryMs',
       () => this.x.nextExpiryMs()))).i64();
     return at === NEXT_EXPIRY_NONE ? null : at;
+  }
+
+  /**
+   * The idempotency records held and their bytes (replicated state), and the records evicted
+   * at a bound and the retries answered by a record since this process started.
+   */
+  idempotencyStats(): IdempotencyStats {
+    const r = new ByteReader(this.output(this.guard('idempotencyStats',
+      () => this.x.idempotencyStats())));
+    return { records: r.i64(), bytes: r.i64(), evictions: r.i64(), replays: r.i64() };
   }
 
   /** Rows held; an expired row counts until a sweep removes it. */

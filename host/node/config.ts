@@ -7,7 +7,7 @@ import {
  * then defaults. Parsing is pure (flags and environment are passed in) so it is testable; a
  * bad setting is a `ConfigError` with a message an operator can act on at 3 a.m.
  */
-import { VALUE_BYTES_MAX } from '../machine/abi.js';
+import { IDEMPOTENCY_TTL_SECONDS_MAX, VALUE_BYTES_MAX } from '../machine/abi.js';
 import { isStatusUrl } from './status-frame.js';
 import {
   deriveClusterId, ID_PATTERN, parseClusterSecrets, type ClusterSecrets,
@@ -86,6 +86,11 @@ export interface NodeConfig {
   readonly maxStateBytes: number;
   /** HIVEKV_REQUEST_TIMEOUT_MS: a call not answered by then is a 503 (outcome unknown). */
   readonly requestTimeoutMs: number;
+  /**
+   * HIVEKV_IDEMPOTENCY_TTL_SECONDS: how long the record of a call with an Idempotency-Key
+   * answers its retries; carried in each keyed entry, so every replica agrees.
+   */
+  readonly idempotencyTtlSeconds: number;
   /** HIVEKV_TICK_MS: one Raft tick. */
   readonly tickMs: number;
   /** HIVEKV_LOG_LEVEL: pino level. */
@@ -355,6 +360,8 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
     maxStateBytes: intSetting(env, 'HIVEKV_MAX_STATE_BYTES', MAX_STATE_BYTES_DEFAULT,
       MAX_STATE_BYTES_MIN, MAX_STATE_BYTES_LIMIT),
     requestTimeoutMs: intSetting(env, 'HIVEKV_REQUEST_TIMEOUT_MS', 5000, 100, 600_000),
+    idempotencyTtlSeconds: intSetting(env, 'HIVEKV_IDEMPOTENCY_TTL_SECONDS', 86_400, 1,
+      IDEMPOTENCY_TTL_SECONDS_MAX),
     tickMs: intSetting(env, 'HIVEKV_TICK_MS', 50, 1, 10_000),
     logLevel: env['HIVEKV_LOG_LEVEL'] ?? 'info',
     advertiseUrl: advertiseUrlSetting(env),

@@ -116,6 +116,7 @@ class SettlingSink implements CallSink {
   answered(header: AnswerHeader, body: Uint8Array): void {
     this.settle({ kind: 'done', value: { status: header.status,
       etagVersion: header.etagVersion, retryAfterSeconds: header.retryAfterSeconds,
+      ...(header.replayed === true ? { replayed: true } : {}),
       body: body.slice() } });
   }
 

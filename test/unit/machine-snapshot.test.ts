@@ -119,10 +119,10 @@ describe('snapshots in slices', () => {
     h.m.snapshotBegin();
     expect(() => h.m.snapshotBegin()).toThrow(/machine aborted/);
   });
-  it('write format version 2 with an empty dedup section', () => {
+  it('write format version 3 with empty dedup and idempotency sections', () => {
     const bytes = snapshotToBytes(loaded(1).m);
     expect(new DataView(bytes.buffer).getUint32(4, true)).toBe(FORMAT_VERSION);
-    expect(FORMAT_VERSION).toBe(2);
+    expect(FORMAT_VERSION).toBe(3);
   });
 });
 
@@ -141,12 +141,12 @@ describe('restore in chunks', () => {
       const recount = h.m.recountStateBytes();
       expect(h.m.memoryUse().stateBytes).toBe(recount.rowBytes + recount.tenantBytes);
     }
-    // Written again, it is the same bytes with version 2 and the dedup section: its length
-    // and an empty table (originCount 0).
+    // Written again, it is the same bytes with version 3 and the dedup and idempotency
+    // sections, each its length and an empty table (count 0).
     const h = new Harness();
     restoreFromBytes(h.m, v1);
     const v2 = snapshotToBytes(h.m);
-    expect(v2.length).toBe(v1.length + 8);
+    expect(v2.length).toBe(v1.length + 8 + 8);
     const r = new Harness();
     restoreFromBytes(r.m, v2, 5);
     expect(r.m.digest()).toBe(V1_FIXTURE_DIGEST);
