@@ -20,6 +20,7 @@ export function idempotencyKeyProblem(value: string): string | null {
 }
 
 import type { Idempotency } from './commands.js';
+import type { IdempotencyStats } from './state-machine.js';
 
 const TWO_POW_32 = 4294967296;
 
@@ -54,4 +55,14 @@ export function keyedCommand(command: Uint8Array, id: Idempotency): Uint8Array {
   const out = new Uint8Array(keyedHeadBytes(id.key.length) + command.length);
   out.set(command, writeKeyedHead(out, 0, id));
   return out;
+}
+
+/** The machine's idempotency figures as the node's metrics name them. */
+export function idempotencyGauges(machine: { idempotencyStats(): IdempotencyStats }): {
+  idempotencyRecords: number; idempotencyBytes: number; idempotencyEvictions: number;
+  idempotencyReplays: number;
+} {
+  const s = machine.idempotencyStats();
+  return { idempotencyRecords: s.records, idempotencyBytes: s.bytes,
+    idempotencyEvictions: s.evictions, idempotencyReplays: s.replays };
 }

@@ -14,6 +14,7 @@ import { TokenBucketRateLimiter } from '../http/rate-limit.js';
 import { startHttpServer, type HttpServerHandle } from '../http/server.js';
 import { HeaderTenantResolver } from '../http/tenancy.js';
 import { StateMachine } from '../machine/state-machine.js';
+import { idempotencyGauges } from '../machine/idempotency.js';
 import { FileStorage } from '../storage/file-storage.js';
 import { NoPeersTransport } from '../transport/no-peers.js';
 import { assertFrameBound } from '../transport/peer-limits.js';
@@ -167,7 +168,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   cluster.start(url);
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
   metrics.readMemoryFrom(() => ({ ...machine.memoryUse(), stateBytesMax: replica.maxStateBytes,
-    machineMemoryBytes: machine.memoryBytes() }));
+    machineMemoryBytes: machine.memoryBytes(), ...idempotencyGauges(machine) }));
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
     peers: config.peers.length, join: config.join, url, console: `${url}/console`,

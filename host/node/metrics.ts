@@ -45,6 +45,11 @@ export interface MemoryGauges {
   readonly preimageBytes: number;
   readonly fullCollections: number;
   readonly machineMemoryBytes: number;
+  /** Idempotency records held and their bytes; evictions and replays since start. */
+  readonly idempotencyRecords: number;
+  readonly idempotencyBytes: number;
+  readonly idempotencyEvictions: number;
+  readonly idempotencyReplays: number;
 }
 
 /** One tenant's live keys and bytes, as counted by the machine. */
@@ -249,6 +254,14 @@ function memoryGauges(registers: Registry[], read: () => MemoryGauges | null): v
       'under its 4 GiB ceiling.'],
     machineMemoryBytes: ['machine_memory_bytes', 'Size of the machine\'s wasm memory (it ' +
       'only grows).'],
+    idempotencyRecords: ['idempotency_records', 'Idempotency-Key records held (replicated ' +
+      'state; bounded per tenant and in all).'],
+    idempotencyBytes: ['idempotency_bytes', 'Bytes the idempotency records count against ' +
+      'their bounds.'],
+    idempotencyEvictions: ['idempotency_evictions', 'Records evicted at a bound before they ' +
+      'expired, since this process started: a retry of such a call would apply again.'],
+    idempotencyReplays: ['idempotency_replays', 'Retries answered with a recorded answer ' +
+      'by this node\'s machine since it started (every replica counts them).'],
   };
   for (const key of Object.keys(names) as Array<keyof MemoryGauges>) {
     const [name, help] = names[key];

@@ -160,4 +160,16 @@ describe('idempotent retries on one node', () => {
     expect((await kv(url(), incr('s', 7), keyed('before-snapshot'))).status).toBe(422);
     expect(await counter('s')).toBe(2);
   }, 60_000);
+
+  it('/metrics shows the records held and the replays answered', async () => {
+    await kv(url(), incr('m'), keyed('metrics-1'));
+    await kv(url(), incr('m'), keyed('metrics-1'));
+    const text = (await call(url(), 'GET', '/metrics')).text;
+    const figure = (name: string): number =>
+      Number(new RegExp(`^hivekv_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    expect(figure('idempotency_records')).toBeGreaterThanOrEqual(1);
+    expect(figure('idempotency_bytes')).toBeGreaterThan(0);
+    expect(figure('idempotency_replays')).toBeGreaterThanOrEqual(1);
+    expect(figure('idempotency_evictions')).toBe(0);
+  });
 });
