@@ -99,7 +99,7 @@ export const IDEMPOTENCY_KEY_BYTES_MAX = 255;
 /** Longest record lifetime a keyed call may carry (HIVEKV_IDEMPOTENCY_TTL_SECONDS). */
 export const IDEMPOTENCY_TTL_SECONDS_MAX = 2592000;
 /** Records one tenant holds at most; past it the tenant's oldest record is evicted. */
-export const IDEMPOTENCY_RECORDS_PER_TENANT_MAX = 1000000;
+export const IDEMPOTENCY_RECORDS_PER_TENANT_MAX = 250000;
 /** Record bytes one tenant holds at most; past it the tenant's oldest record is evicted. */
 export const IDEMPOTENCY_BYTES_PER_TENANT_MAX = 134217728;
 /** Record bytes all tenants hold at most; past it the oldest record of any is evicted. */
