@@ -293,20 +293,47 @@ function kill(rec: IdemRecord): void {
   compactOrder();
 }
 
-/** Queues drop their dead prefix once it is most of them (amortised O(1) per record). */
+/** The live records of `queue` from `head` on, in order. */
+function liveOf(queue: Array<IdemRecord>, head: i32): Array<IdemRecord> {
+  let out = new Array<IdemRecord>();
+  for (let i = head; i < queue.length; i++) {
+    let rec = unchecked(queue[i]);
+    if (!rec.dead) out.push(rec);
+  }
+  return out;
+}
+
+/** First index from `head` of a live record (or the length). */
+function skipDead(queue: Array<IdemRecord>, head: i32): i32 {
+  let i = head;
+  while (i < queue.length && unchecked(queue[i]).dead) i++;
+  return i;
+}
+
+/**
+ * A queue keeps its head on a live record, and is rebuilt from its live records once dead
+ * slots (before or after the head: a record dies in the middle when another tenant's bound
+ * or a lookup of an expired key removes it) outnumber the live ones: amortised O(1) per
+ * record, and a queue never holds more than twice its records plus a constant.
+ */
+function needsRebuild(length: i32, live: i64): bool {
+  return <i64>length > 2 * live + QUEUE_SLACK;
+}
+
+const QUEUE_SLACK: i64 = 1024;
+
 function compactTenant(tr: TenantRecords): void {
-  let i = tr.head;
-  while (i < tr.queue.length && unchecked(tr.queue[i]).dead) i++;
-  tr.head = i;
-  if (tr.head >= 1024 && tr.head * 2 >= tr.queue.length) {
-    tr.queue = tr.queue.slice(tr.head);
+  tr.head = skipDead(tr.queue, tr.head);
+  if (needsRebuild(tr.queue.length, <i64>tr.count)) {
+    tr.queue = liveOf(tr.queue, tr.head);
     tr.head = 0;
   }
 }
 
 function compactOrder(): void {
-  if (table.head >= 1024 && table.head * 2 >= table.order.length) {
-    table.order = table.order.slice(table.head);
+  table.head = skipDead(table.order, table.head);
+  if (needsRebuild(table.order.length, table.count)) {
+    table.order = liveOf(table.order, table.head);
     table.head = 0;
   }
 }

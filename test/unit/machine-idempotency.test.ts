@@ -13,7 +13,7 @@ import { decodeCommand } from '../../host/machine/command-decode.js';
 import { restoreFromBytes, snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
 import {
   FORMAT_VERSION, FORMAT_VERSION_NO_IDEMPOTENCY, IDEMPOTENCY_BYTES_MAX,
-  IDEMPOTENCY_BYTES_PER_TENANT_MAX,
+  IDEMPOTENCY_BYTES_PER_TENANT_MAX, IDEMPOTENCY_RECORDS_PER_TENANT_MAX,
 } from '../../host/machine/abi.js';
 import type { Answer, ApplyOutcome, KvCall, KvOp } from '../../host/machine/commands.js';
 import { encodeEnvelope } from '../../host/node/envelope.js';
@@ -172,6 +172,36 @@ describe('bounds', () => {
       expect(keyed(h, `k${perTenant - 1}`, [put('k', value, { expiry: FOREVER })],
         { tenant: 'tenant-c' }).replayed).toBe(true);
     });
+});
+
+describe('the count bound', () => {
+  it(`a tenant keeps at most ${IDEMPOTENCY_RECORDS_PER_TENANT_MAX} records, oldest out first`,
+    () => {
+      const h = new Harness();
+      // One encoded entry, its key's digits patched in place: 250,000 entries stay cheap.
+      const template = encodeCommand({ kind: 'call', call: callOf([incr('c', '1')]),
+        flags: { requireGrant: false }, idempotency: { key: 'k0000000', ttlSeconds: DAY } });
+      const at = Buffer.from(template).indexOf('k0000000') + 1;
+      const entryFor = (n: number): Uint8Array => {
+        const bytes = template.slice();
+        bytes.set(Buffer.from(String(n).padStart(7, '0')), at);
+        return bytes;
+      };
+      for (let n = 0; n < IDEMPOTENCY_RECORDS_PER_TENANT_MAX; n++) {
+        h.m.apply(++h.index, h.now, entryFor(n));
+      }
+      expect(h.m.idempotencyStats()).toMatchObject({
+        records: IDEMPOTENCY_RECORDS_PER_TENANT_MAX, evictions: 0 });
+      h.m.apply(++h.index, h.now, entryFor(IDEMPOTENCY_RECORDS_PER_TENANT_MAX));
+      expect(h.m.idempotencyStats()).toMatchObject({
+        records: IDEMPOTENCY_RECORDS_PER_TENANT_MAX, evictions: 1 });
+      const replayOf = (n: number) => h.m.apply(++h.index, h.now, entryFor(n));
+      expect(replayOf(1)).toMatchObject({ kind: 'call', answer: { replayed: true } });
+      // k0000000 was evicted: it applies again (and evicts k0000002, now the oldest).
+      expect(replayOf(0)).not.toMatchObject({ answer: { replayed: true } });
+      expect(counter(h)).toMatchObject({ valueJson: String(IDEMPOTENCY_RECORDS_PER_TENANT_MAX +
+        2) });
+    }, 60_000);
 });
 
 class Collect implements AppliedEntrySink {
