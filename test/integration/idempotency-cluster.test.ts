@@ -93,7 +93,7 @@ async function retryAcross(doomedId: string, counter: string): Promise<void> {
   const others = members.filter((m) => m !== doomed && m.process !== null);
   const attempts: Attempt[] = [];
   const urls = [doomed.process!.url, ...others.map((m) => m.process!.url)];
-  const client = createClient({ urls, retries: 20, retryBaseMs: 100, retryCapMs: 500,
+  const client = createClient({ urls, retries: 40, retryBaseMs: 100, retryCapMs: 500,
     timeoutMs: 5000, fetch: losingFirstAnswer(doomed, attempts) });
   const before = await counterOn(others[0]!.process!, counter);
   const result = await client.kv.incr('idem', counter, 1, { forever: true });
