@@ -68,7 +68,8 @@ export async function runCall(context: CallContext, ops: readonly PendingOp[],
     method: 'POST', path: '/api/v1/kv', body: { operations }, idempotencyKey,
   });
   const body = answer.body;
-  if (isPrecondition(body)) return body;
+  const replayed = answer.replayed ? { replayed: true as const } : {};
+  if (isPrecondition(body)) return { ...body, ...replayed };
   const results = (body as { results?: unknown } | null)?.results;
   if (!Array.isArray(results)) {
     throw badAnswer(answer, 'expected {"results":[...]} or a kv_precondition answer',
@@ -79,7 +80,7 @@ export async function runCall(context: CallContext, ops: readonly PendingOp[],
     throw badAnswer(answer, `${results.length} results for ${operations.length} operations`,
       idempotencyKey);
   }
-  return { ok: true, results: results as ResultElement[] };
+  return { ok: true, results: results as ResultElement[], ...replayed };
 }
 
 /** A precondition abort, folded into the write result shape: `applied` stays the field. */
@@ -93,6 +94,7 @@ function abortedWrite(op: PendingOp, abort: PreconditionAbort): WriteResult {
     value: abort.value,
     version: abort.version,
     failedIndex: abort.failedIndex,
+    ...(abort.replayed === true ? { replayed: true as const } : {}),
   };
 }
 
@@ -106,6 +108,8 @@ async function one(context: CallContext, op: PendingOp, options: CallOptions = {
       detail: `the result of ${op.base.op} names op ${String(result.op)}`,
       retryAfterSeconds: null, url: null, attempts: 1, idempotencyKey: null });
   }
+  // A replayed write says so in its result: it applied on an earlier attempt.
+  if (outcome.replayed === true && 'applied' in result) return { ...result, replayed: true };
   return result;
 }
 

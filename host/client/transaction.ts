@@ -89,6 +89,7 @@ export class Transaction {
         reason: 'bad_envelope', detail: `${answer.url}: not a transaction answer`,
         retryAfterSeconds: null, url: answer.url, attempts: 1, idempotencyKey });
     }
-    return body as TransactionResult;
+    const result = body as TransactionResult;
+    return answer.replayed ? { ...result, replayed: true } : result;
   }
 }

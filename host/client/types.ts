@@ -132,6 +132,11 @@ export interface WriteResult<T = unknown> {
    */
   readonly precondition?: true;
   readonly failedIndex?: number;
+  /**
+   * The node answered with the recorded answer of an earlier attempt of this call (same
+   * `Idempotency-Key`): it applied once, then, not now (`Idempotent-Replayed: true`).
+   */
+  readonly replayed?: true;
 }
 
 export type ResultElement =
@@ -150,11 +155,15 @@ export interface PreconditionAbort {
   /** The current version and value of the key that decided it. */
   readonly version: number;
   readonly value: unknown;
+  /** The recorded answer of an earlier attempt (see WriteResult.replayed). */
+  readonly replayed?: true;
 }
 
 /** What `kv.batch().run()` resolves to. */
 export type BatchResult =
-  | { readonly ok: true; readonly results: readonly ResultElement[] }
+  | { readonly ok: true; readonly results: readonly ResultElement[];
+      /** The recorded answer of an earlier attempt (see WriteResult.replayed). */
+      readonly replayed?: true }
   | PreconditionAbort;
 
 /** A transaction's commit answer (`POST /api/v1/transaction`). */
@@ -164,6 +173,8 @@ export type TransactionResult =
       readonly success: true;
       readonly results: readonly (ResultElement & { readonly opIndex: number;
         readonly type: 'kv' })[];
+      /** The recorded answer of an earlier attempt (see WriteResult.replayed). */
+      readonly replayed?: true;
     }
   | (Omit<PreconditionAbort, 'ok'> & {
       readonly transactionId: string;

@@ -98,7 +98,8 @@ async function retryAcross(doomedId: string, counter: string): Promise<void> {
   const before = await counterOn(others[0]!.process!, counter);
   const result = await client.kv.incr('idem', counter, 1, { forever: true });
   // The answer is the first attempt's: the counter it reported is the one it made.
-  expect(result).toMatchObject({ applied: true, value: (before as number) + 1 });
+  expect(result).toMatchObject({ applied: true, value: (before as number) + 1,
+    replayed: true });
   expect(attempts.length).toBeGreaterThanOrEqual(2);
   expect(attempts[0]!.url.startsWith(urls[0]!)).toBe(true);
   const key = attempts[0]!.key;

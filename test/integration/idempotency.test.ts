@@ -161,6 +161,27 @@ describe('idempotent retries on one node', () => {
     expect(await counter('s')).toBe(2);
   }, 60_000);
 
+  it('the client says which results are replays', async () => {
+    const client = createClient({ urls: url(), retries: 0 });
+    const first = await client.kv.incr('idem', 'cl', 1, { forever: true,
+      idempotencyKey: 'client-1' });
+    expect(first).toMatchObject({ applied: true, value: 1 });
+    expect(first.replayed).toBeUndefined();
+    const again = await client.kv.incr('idem', 'cl', 1, { forever: true,
+      idempotencyKey: 'client-1' });
+    expect(again).toEqual({ ...first, replayed: true });
+    const batch = () => client.kv.batch().incr('idem', 'cl', 1, { forever: true })
+      .run({ idempotencyKey: 'client-2' });
+    expect((await batch()).replayed).toBeUndefined();
+    expect(await batch()).toMatchObject({ ok: true, replayed: true });
+    const tx = () => client.transaction().kv.incr('idem', 'cl', 1, { forever: true })
+      .commit({ idempotencyKey: 'client-3' });
+    const committed = await tx();
+    expect(committed.replayed).toBeUndefined();
+    expect(await tx()).toEqual({ ...committed, replayed: true });
+    expect(await counter('cl')).toBe(3);
+  });
+
   it('/metrics shows the records held and the replays answered', async () => {
     await kv(url(), incr('m'), keyed('metrics-1'));
     await kv(url(), incr('m'), keyed('metrics-1'));
