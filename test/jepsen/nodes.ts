@@ -6,7 +6,9 @@
  * the PID this module started, never by name; `stopAll` leaves none behind.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import {
+  closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +16,13 @@ import { LinkProxy } from './proxy.js';
 
 /** How long a node may take to answer /health after a (re)start. */
 const START_TIMEOUT_MS = 30_000;
+/**
+ * Starts of one node that may meet a port taken in the meantime. A port is chosen free, then
+ * handed to the node; on a loaded machine another process's outgoing connection can take it
+ * in between, and the node refuses to start ("already in use"): that is the harness's race,
+ * not a finding, so the start is tried again.
+ */
+const PORT_CLASH_ATTEMPTS = 5;
 /** Node settings of the fault run: no rate limits, quick 503s for unknown outcomes. */
 const NODE_ENV: Readonly<Record<string, string>> = {
   QUEEN_KV_READ_RATE: '0',
@@ -142,8 +151,31 @@ export class JepsenCluster {
     return ['--id', member.id, '--peers', peers];
   }
 
-  /** Starts the node's process and waits until /health answers. */
+  /**
+   * Starts the node's process and waits until /health answers; a start that found one of
+   * its ports taken is tried again (PORT_CLASH_ATTEMPTS).
+   */
   async launch(member: Member, wait = true): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const logOffset = existsSync(member.logFile) ? statSync(member.logFile).size : 0;
+      this.spawnNode(member);
+      if (!wait) return;
+      try {
+        await this.waitServing(member.id);
+        return;
+      } catch (error) {
+        const clash = member.child === null &&
+          readFileSync(member.logFile).subarray(logOffset).includes('already in use');
+        if (!clash || attempt >= PORT_CLASH_ATTEMPTS) throw error;
+        // Not a node dying on its own: it never started.
+        const last = this.exits.findLastIndex((exit) => exit.id === member.id);
+        if (last >= 0) this.exits.splice(last, 1);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+    }
+  }
+
+  private spawnNode(member: Member): void {
     const logFd = openSync(member.logFile, 'a');
     const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'hivekv.js'), 'serve',
       '--host', '127.0.0.1', '--port', String(member.clientPort), '--data', member.dataDir,
@@ -162,7 +194,6 @@ export class JepsenCluster {
       if (member.child === child) member.child = null;
       member.killing = false;
     });
-    if (wait) await this.waitServing(member.id);
   }
 
   async waitServing(id: string, timeoutMs = START_TIMEOUT_MS): Promise<void> {
