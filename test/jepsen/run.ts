@@ -20,11 +20,14 @@ import {
   type NemesisKind,
 } from './nemesis.js';
 import { JepsenCluster, type NodeExit } from './nodes.js';
+import { SdkRetryClients } from './sdk-retries.js';
 import {
   accountKey, ACCOUNTS, Client, kvCall, NAMESPACE, type ClientContext,
 } from './workload.js';
 
 const RECOVERY_TIMEOUT_MS = 60_000;
+/** Loops of calls through the SDK, each retrying with its own Idempotency-Key. */
+const SDK_WORKERS = 2;
 const FINAL_READ_KEYS_PER_CALL = 500;
 
 export interface JepsenOptions {
@@ -169,7 +172,8 @@ function countFaults(faults: readonly FaultRecord[]): Record<string, number> {
 
 /** Runs the workload, nemesis and probes for the run's time; returns the probe count. */
 async function runPhase(cluster: JepsenCluster, options: JepsenOptions, history: History,
-  clientContext: ClientContext, nemesis: NemesisContext, faults: FaultRecord[]):
+  clientContext: ClientContext, nemesis: NemesisContext, faults: FaultRecord[],
+  sdk: SdkRetryClients):
   Promise<number> {
   const untilMs = Date.now() + options.timeS * 1000;
   const never = () => false;
@@ -182,6 +186,7 @@ async function runPhase(cluster: JepsenCluster, options: JepsenOptions, history:
       : Promise.resolve(0),
     runSchedule(nemesis, options.nemeses, untilMs, never, faults),
     ...clients.map((client) => client.run(untilMs, never)),
+    sdk.run(untilMs, SDK_WORKERS),
   ]);
   return probes;
 }
@@ -204,14 +209,17 @@ export async function runJepsen(options: JepsenOptions): Promise<JepsenReport> {
     const faults: FaultRecord[] = [];
     options.log(`seed ${options.seed}: ${options.nodes} nodes, ${options.timeS} s, nemeses ` +
       `${options.nemeses.join(',') || 'none'}, run directory ${dir}`);
-    const probes = await runPhase(cluster, options, history, clientContext, nemesis, faults);
+    const sdk = new SdkRetryClients(cluster.ids().map((id) => cluster.url(id)),
+      stream(options.seed, 5), `s${options.seed}`);
+    const probes = await runPhase(cluster, options, history, clientContext, nemesis, faults,
+      sdk);
     await cluster.healAll();
     const recovery = await recover(cluster);
     await finalReads(cluster, history, clientContext);
     const verdicts = [
       checkLinearizable(history), checkCounters(history), checkClaims(history),
       checkBank(history), checkLedger(history, clientContext.ledgerKeys),
-      await nodeVerdict(cluster, recovery, cluster.exits),
+      await nodeVerdict(cluster, recovery, cluster.exits), await sdk.check(),
     ];
     const valid = verdicts.every((v) => v.valid);
     const report: JepsenReport = { seed: options.seed, nodes: options.nodes,
