@@ -8,6 +8,7 @@ import {
  * bad setting is a `ConfigError` with a message an operator can act on at 3 a.m.
  */
 import { IDEMPOTENCY_TTL_SECONDS_MAX, VALUE_BYTES_MAX } from '../machine/abi.js';
+import type { RequestLimits } from '../machine/request.js';
 import { isStatusUrl } from './status-frame.js';
 import {
   deriveClusterId, ID_PATTERN, parseClusterSecrets, type ClusterSecrets,
@@ -19,19 +20,11 @@ export interface PeerAddress {
   readonly port: number;
 }
 
-export interface KvLimits {
-  /** QUEEN_KV_MAX_VALUE_BYTES: compact JSON bytes of one value. */
-  readonly maxValueBytes: number;
-  /** QUEEN_KV_MAX_KEY_BYTES: UTF-8 bytes of one key. */
-  readonly maxKeyBytes: number;
-  /** QUEEN_KV_MAX_OPS_PER_CALL. */
-  readonly maxOpsPerCall: number;
-  /** QUEEN_KV_MAX_KEYS_PER_CALL, at most 4096; a getPrefix counts as its clamped limit. */
-  readonly maxKeysPerCall: number;
-  /** QUEEN_KV_PREFIX_LIMIT: getPrefix `limit` is clamped to 1..this. */
-  readonly prefixLimit: number;
-  /** QUEEN_KV_MAX_READ_BYTES: value bytes one call may read. */
-  readonly maxReadBytes: number;
+/**
+ * The QUEEN_KV_* limits: what the machine's request parser checks (RequestLimits, each field
+ * named by its variable there), and the body size the HTTP layer checks before it.
+ */
+export interface KvLimits extends RequestLimits {
   /** QUEEN_MAX_BODY_BYTES: request body bytes. */
   readonly maxBodyBytes: number;
 }

@@ -15,8 +15,7 @@ import type { Entry, EntryType, HardState, Snapshot, SnapshotMeta } from '../cor
 import { readHardStateFile } from '../storage/hard-state-file.js';
 import { isZeroRange, RECORD_HEADER_BYTES } from '../storage/record.js';
 import {
-  checkSnapshotFile, listSnapshotIndexes, snapshotFileName, SnapshotFileError,
-  SnapshotFileReader,
+  checkSnapshotFile, listSnapshotIndexes, snapshotFileName, verifiedSnapshotChunks,
 } from '../storage/snapshot-files.js';
 import { StorageCorruptionError } from '../storage/storage.js';
 import { scanSegmentBytes, SEGMENT_BYTES_DEFAULT, segmentFileName, Wal } from '../storage/wal.js';
@@ -144,20 +143,8 @@ export class DataDir {
   }
 
   /** The snapshot's data in chunks, its checksum verified before the last (storage.ts). */
-  async *snapshotChunks(index: number, chunkBytes: number): AsyncGenerator<Uint8Array> {
-    const reader = await SnapshotFileReader.open(join(this.dir, 'snap'), index)
-      .catch((error: unknown) => {
-        if (!(error instanceof SnapshotFileError)) throw error;
-        throw new StorageCorruptionError(error.path, error.offset, error.reason);
-      });
-    try {
-      for await (const chunk of reader.chunks(chunkBytes)) yield chunk;
-    } catch (error) {
-      if (!(error instanceof SnapshotFileError)) throw error;
-      throw new StorageCorruptionError(error.path, error.offset, error.reason);
-    } finally {
-      await reader.close();
-    }
+  snapshotChunks(index: number, chunkBytes: number): AsyncGenerator<Uint8Array> {
+    return verifiedSnapshotChunks(join(this.dir, 'snap'), index, chunkBytes);
   }
 }
 

@@ -31,10 +31,10 @@ import {
   pruneSnapshots,
   setAsideSnapshot,
   snapshotFileName,
-  SnapshotFileError,
   SnapshotFileReader,
   SnapshotFileWriter,
   type SnapshotCheck,
+  verifiedSnapshotChunks,
 } from './snapshot-files.js';
 import {
   StorageCorruptionError, type RecoveredState, type SnapshotSink, type Storage,
@@ -358,20 +358,9 @@ export class FileStorage implements Storage {
     }
   }
 
-  async *snapshotChunks(index: number, chunkBytes: number): AsyncGenerator<Uint8Array> {
+  snapshotChunks(index: number, chunkBytes: number): AsyncGenerator<Uint8Array> {
     this.assertUsable();
-    const reader = await SnapshotFileReader.open(this.snapDir, index).catch((error: unknown) => {
-      if (!(error instanceof SnapshotFileError)) throw error;
-      throw new StorageCorruptionError(error.path, error.offset, error.reason);
-    });
-    try {
-      for await (const chunk of reader.chunks(chunkBytes)) yield chunk;
-    } catch (error) {
-      if (!(error instanceof SnapshotFileError)) throw error;
-      throw new StorageCorruptionError(error.path, error.offset, error.reason);
-    } finally {
-      await reader.close();
-    }
+    return verifiedSnapshotChunks(this.snapDir, index, chunkBytes);
   }
 
   /** Runs an I/O step; a failure makes the storage refuse everything from then on. */

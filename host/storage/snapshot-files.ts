@@ -19,6 +19,7 @@ import { crc32 } from 'node:zlib';
 import { bootstrapConfiguration, checkConfiguration } from '../core/raft/configuration.js';
 import type { Configuration, PeerEntry, SnapshotMeta } from '../core/raft/types.js';
 import { assertSafeU64, readU64, writeU64 } from './record.js';
+import { StorageCorruptionError } from './storage.js';
 import { datasyncTimed, fsyncDirectory, writeFully, type FsyncObserver } from './wal.js';
 
 /** 'HKVS' read as a little-endian u32. */
@@ -425,4 +426,29 @@ export async function setAsideSnapshot(
   await rename(path, `${path}.corrupt`);
   await fsyncDirectory(snapDir, observe);
   return `${path}.corrupt`;
+}
+
+/** A damaged snapshot file as the storage layer reports damage: file, offset and reason. */
+function asCorruption(error: unknown): unknown {
+  return error instanceof SnapshotFileError
+    ? new StorageCorruptionError(error.path, error.offset, error.reason) : error;
+}
+
+/**
+ * The data of snapshot `index` in `snapDir`, in chunks of about `chunkBytes`, its checksum
+ * verified before the last chunk is yielded (storage.ts, `snapshotChunks`); damage rejects
+ * with a StorageCorruptionError.
+ */
+export async function* verifiedSnapshotChunks(snapDir: string, index: number,
+  chunkBytes: number): AsyncGenerator<Uint8Array> {
+  const reader = await SnapshotFileReader.open(snapDir, index).catch((error: unknown) => {
+    throw asCorruption(error);
+  });
+  try {
+    for await (const chunk of reader.chunks(chunkBytes)) yield chunk;
+  } catch (error) {
+    throw asCorruption(error);
+  } finally {
+    await reader.close();
+  }
 }
