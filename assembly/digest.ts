@@ -66,3 +66,15 @@ export function quotaHash(tenantName: ArrayBuffer, enabled: bool, maxRows: i64, 
   h = fnvU64(h, <u64>maxWritesPerSec);
   return mix(h);
 }
+
+/** The digest of a state from its counters and the two wrapping sums (docs/codec.md). */
+export function digestOf(lastVersion: i64, appliedIndex: i64, lastTimeMs: i64, paused: bool,
+  rowCount: i64, rowSum: u64, quotaSum: u64): u64 {
+  let h = fnvU64(FNV_OFFSET, <u64>lastVersion);
+  h = fnvU64(h, <u64>appliedIndex);
+  h = fnvU64(h, <u64>lastTimeMs);
+  h = fnvU64(h, paused ? 1 : 0);
+  h = fnvU64(h, <u64>rowCount);
+  h = fnvU64(h, rowSum);
+  return fnvU64(h, quotaSum);
+}

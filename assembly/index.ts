@@ -8,7 +8,7 @@
 import {
   CMD_CALL, CMD_CALL_V1, CMD_SWEEP, CMD_SET_QUOTA, CMD_SET_PAUSED, CMD_NOOP, OUT_SWEEP, OUT_ADMIN,
   OUT_NOOP, TENANT_BYTES_MAX, SAFE_INTEGER_MAX, ENTRY_NORMAL, ENTRY_EMPTY,
-  ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX, NEXT_EXPIRY_NONE, CMD_KEYED_CALL,
+  ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX, NEXT_EXPIRY_NONE, CMD_KEYED_CALL, CMD_CHECKPOINT,
 } from './abi';
 import {
   Reader, ensureInput, inputPtr, inputCap, outputPtr, outputLen, resetOutput, putU8, putU32,
@@ -28,6 +28,7 @@ import * as memoryUse from './memory-use';
 import { setLimits } from './request/limits';
 import { parseRequestFrame } from './request/parse';
 import * as idempotency from './idempotency';
+import * as checkpoints from './checkpoints';
 
 function join(lo: i32, hi: i32): i64 {
   return (<i64>hi << 32) | (<i64>lo & 0xffffffff);
@@ -54,6 +55,7 @@ export function apply(len: i32, indexLo: i32, indexHi: i32, timeLo: i32, timeHi:
   let time = entryTime(index, join(timeLo, timeHi));
   applyCommand(new Reader(inputPtr, <usize>len), time, true);
   setApplied(index, time);
+  checkpoints.recordApplied();
   heapMaybeCompact();
   memoryUse.collectWhenDue();
   return <i32>outputLen;
@@ -76,6 +78,7 @@ function applyCommand(rd: Reader, time: i64, answered: bool): void {
   else if (kind == CMD_SET_QUOTA) applySetQuota(rd);
   else if (kind == CMD_SET_PAUSED) applySetPaused(rd);
   else if (kind == CMD_NOOP && rd.pos == rd.end) putU8(OUT_NOOP);
+  else if (kind == CMD_CHECKPOINT) checkpoints.applyCheckpoint(rd);
   else emitInvalid(rd.failed ? rd.why : 'unknown command');
 }
 
@@ -112,6 +115,7 @@ export function applyEntries(len: i32): i32 {
     if (type == ENTRY_NORMAL) applyEntry(dataPtr, dataLen, index, time);
     else noopEntry();
     setApplied(index, time);
+    checkpoints.recordApplied();
     heapMaybeCompact();
     memoryUse.collectWhenDue();
   }
@@ -224,7 +228,9 @@ export function restoreChunk(len: i32): i32 {
 
 /** Replaces the state with the one restored; 0, or a reason (nothing changed). */
 export function restoreEnd(): i32 {
-  return reasonOrZero(chunks.endRestore());
+  let why = chunks.endRestore();
+  if (why.length == 0) checkpoints.restart();
+  return reasonOrZero(why);
 }
 
 /** Drops a restore under way (the state is untouched). */
@@ -235,6 +241,7 @@ export function restoreAbort(): void {
 /** Replaces the state with an empty one at index 0, so its memory can be reused. */
 export function clearState(): void {
   chunks.clearState();
+  checkpoints.restart();
 }
 
 /** 0 for no reason; else the output holds OUT_INVALID and the reason. */

@@ -18,7 +18,7 @@ import {
   tree, tenants, Tenant, Quota, lastVersion, appliedIndex, lastTimeMs, paused, rowDigestSum,
   quotaDigestSum, tenantQuotaHash,
 } from './state';
-import { FNV_OFFSET, fnvU64, rowHash } from './digest';
+import { digestOf, rowHash } from './digest';
 import { writeDedupSection } from './dedup';
 import { writeIdempotencySection } from './idempotency';
 
@@ -109,13 +109,8 @@ export function rowOk(r: Row, tenantCount: i32, version: i64, time: i64, prev: R
 
 /** The digest from the header fields and the two wrapping sums (docs/codec.md, "Digest"). */
 function putDigest(rowSum: u64, quotaSum: u64): void {
-  let h = fnvU64(FNV_OFFSET, <u64>lastVersion);
-  h = fnvU64(h, <u64>appliedIndex);
-  h = fnvU64(h, <u64>lastTimeMs);
-  h = fnvU64(h, paused ? 1 : 0);
-  h = fnvU64(h, <u64>tree.count);
-  h = fnvU64(h, rowSum);
-  h = fnvU64(h, quotaSum);
+  let h = digestOf(lastVersion, appliedIndex, lastTimeMs, paused, <i64>tree.count, rowSum,
+    quotaSum);
   let at = reserveRaw(8);
   store<u64>(at, h);
 }

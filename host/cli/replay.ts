@@ -12,6 +12,9 @@ import { getAt, keyHistory } from '../replay/time-travel.js';
 import { docsHelp, EXIT_NO, EXIT_YES, runCommand, UsageError, wholeNumber } from './connection.js';
 import { dataCommand, positive, printLine } from './data-command.js';
 
+/** Exit status of a replay that found a checkpoint not matching the replayed state. */
+const EXIT_DIVERGED = 3;
+
 type Options = Record<string, string | string[] | boolean | undefined>;
 
 function text(options: Options, name: string): string | undefined {
@@ -38,18 +41,31 @@ async function replayDigests(data: DataDir, options: Options): Promise<number> {
   const from = replayer.startIndex === 0 ? 'start' : 'snapshot';
   const isMark = (index: number) => every !== undefined && index % every === 0;
   const end = replayer.endIndex;
-  await replayer.run(isMark, (index, term, digest) => {
-    const last = index === end;
-    if (json) {
-      printLine({ index, term, digest, ...(last ? { end: true, from,
-        startIndex: replayer.startIndex } : {}) });
-    } else {
-      process.stdout.write(`${last ? 'end ' : ''}index ${index} term ${term} digest ${digest}` +
-        (last ? ` (from ${from === 'start' ? 'index 1' : `snapshot ${replayer.startIndex}`})`
-          : '') + '\n');
-    }
+  let endLine: { index: number; term: number; digest: string } | null = null;
+  const summary = await replayer.run(isMark, (index, term, digest) => {
+    if (index === end) endLine = { index, term, digest };
+    else if (json) printLine({ index, term, digest });
+    else process.stdout.write(`index ${index} term ${term} digest ${digest}\n`);
   });
-  return EXIT_YES;
+  const { index, term, digest } = endLine!;
+  const checkpoints = { passed: summary.checkpointsPassed,
+    diverged: summary.checkpointsDiverged, unverifiable: summary.checkpointsUnverifiable };
+  if (json) {
+    printLine({ index, term, digest, end: true, from, startIndex: replayer.startIndex,
+      checkpoints });
+  } else {
+    process.stdout.write(`end index ${index} term ${term} digest ${digest} (from ` +
+      `${from === 'start' ? 'index 1' : `snapshot ${replayer.startIndex}`})\n` +
+      `checkpoints: ${checkpoints.passed} passed, ${checkpoints.diverged} diverged, ` +
+      `${checkpoints.unverifiable} unverifiable (about an index before the replay's start)\n`);
+  }
+  const divergence = summary.divergence;
+  if (divergence === null) return EXIT_YES;
+  const { entryIndex, outcome } = divergence;
+  process.stderr.write(`hivekv replay: diverged: the checkpoint at entry ${entryIndex} says ` +
+    `the digest at index ${outcome.index} is ${outcome.expected}; this log replays to ` +
+    `${outcome.own ?? 'unknown'} there\n`);
+  return EXIT_DIVERGED;
 }
 
 async function replayAction(options: Options): Promise<number> {
@@ -99,7 +115,8 @@ export function registerReplay(program: Command): void {
     .option('--tenant <uuid>', 'the tenant of --get and --history (default: the default tenant)')
     .addHelpText('after', docsHelp('replay.md', 'Exit status: 0 done (found), 1 the key was ' +
       'not found (--get) or never written (--history), 2 a damaged directory, a log that does ' +
-      'not reach the index, or a usage mistake.'))
+      'not reach the index, or a usage mistake, 3 a checkpoint in the log does not match the ' +
+      'replayed state (a divergence: stderr names the index and both digests).'))
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   command.action(async (options: Options) => {

@@ -21,6 +21,8 @@ export const CMD_NOOP = 5;
 export const CMD_CALL = 6;
 /** A CMD_CALL with an Idempotency-Key: string key, i64 record TTL seconds, the CMD_CALL. */
 export const CMD_KEYED_CALL = 7;
+/** A leader's digest at an index before this entry: i64 index, u64 digest (checkpoints.ts). */
+export const CMD_CHECKPOINT = 8;
 
 // Response shapes of a call (the byte after CMD_CALL): how its answer is wrapped.
 /** `POST /api/v1/kv`: `{"results":[...]}`. */
@@ -57,6 +59,18 @@ export const OUT_SWEEP = 2;
 export const OUT_ADMIN = 3;
 export const OUT_NOOP = 4;
 export const OUT_INVALID = 5;
+/** A checkpoint's verdict: u8 verdict, i64 index, u64 leader's digest, u64 own digest. */
+export const OUT_CHECKPOINT = 6;
+
+// Checkpoint verdicts (the byte after OUT_CHECKPOINT).
+/** This replica's digest at the index equals the leader's. */
+export const CHECKPOINT_PASSED = 1;
+/** It differs: this replica's state is not the leader's. */
+export const CHECKPOINT_DIVERGED = 2;
+/** This replica no longer knows its digest at that index (restored past it, or too old). */
+export const CHECKPOINT_UNVERIFIABLE = 3;
+/** Applied indexes whose digest inputs the machine keeps (a power of two). */
+export const CHECKPOINT_RING_ENTRIES = 4096;
 
 
 

@@ -12,11 +12,13 @@ import {
   FLAG_FOREVER, FLAG_KEYS_ONLY, FLAG_PUT_IF_ABSENT, FLAG_HAS_MIN, FLAG_HAS_MAX,
   CALL_REQUIRE_GRANT, OUT_CALL, OUT_SWEEP, OUT_ADMIN, OUT_NOOP, OUT_INVALID, LIMIT_NONE_WIRE,
   SHAPE_BATCH, SHAPE_SINGLE, SHAPE_TRANSACTION, ANSWER_ETAG, ANSWER_RETRY_AFTER,
-  ANSWER_REPLAYED,
+  ANSWER_REPLAYED, CMD_CHECKPOINT, OUT_CHECKPOINT, CHECKPOINT_PASSED, CHECKPOINT_DIVERGED,
+  CHECKPOINT_UNVERIFIABLE,
 } from './abi.js';
 import { keyedHeadBytes, writeKeyedHead } from './idempotency.js';
 import type {
-  Answer, ApplyOutcome, CallFlags, Command, Expiry, KvCall, KvOp, QuotaSettings,
+  Answer, ApplyOutcome, CallFlags, CheckpointOutcome, Command, Expiry, KvCall, KvOp,
+  QuotaSettings,
 } from './commands.js';
 import { assertNever } from './commands.js';
 
@@ -132,9 +134,43 @@ export function writeCommand(w: ByteWriter, command: Command): void {
     case 'noop':
       w.u8(CMD_NOOP);
       return;
+    case 'checkpoint':
+      w.u8(CMD_CHECKPOINT);
+      w.i64(command.index);
+      writeDigestWord(w, command.digest);
+      return;
     default:
       assertNever(command, 'command');
   }
+}
+
+/** A digest's 16 hex digits as the u64 they spell, little-endian. */
+function writeDigestWord(w: ByteWriter, digest: string): void {
+  if (!/^[0-9a-f]{16}$/.test(digest)) throw new Error(`not a digest: ${JSON.stringify(digest)}`);
+  w.u32(Number.parseInt(digest.slice(8), 16));
+  w.u32(Number.parseInt(digest.slice(0, 8), 16));
+}
+
+/** Reads a u64 digest (little-endian) as 16 hex digits. */
+export function readDigestWord(r: ByteReader): string {
+  const lo = r.u32();
+  const hi = r.u32();
+  return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
+}
+
+const CHECKPOINT_VERDICTS = new Map<number, CheckpointOutcome['verdict']>([
+  [CHECKPOINT_PASSED, 'passed'], [CHECKPOINT_DIVERGED, 'diverged'],
+  [CHECKPOINT_UNVERIFIABLE, 'unverifiable'],
+]);
+
+function readCheckpointOutcome(r: ByteReader): CheckpointOutcome {
+  const verdict = CHECKPOINT_VERDICTS.get(r.u8());
+  if (verdict === undefined) throw new Error('machine output: unknown checkpoint verdict');
+  const index = r.i64();
+  const expected = readDigestWord(r);
+  const own = readDigestWord(r);
+  return { kind: 'checkpoint', verdict, index, expected,
+    own: verdict === 'unverifiable' ? null : own };
 }
 
 function writeQuota(w: ByteWriter, q: QuotaSettings): void {
@@ -331,5 +367,6 @@ export function readApplyOutcome(r: ByteReader, answered: boolean): ApplyOutcome
   if (kind === OUT_ADMIN) return { kind: 'admin' };
   if (kind === OUT_NOOP) return { kind: 'noop' };
   if (kind === OUT_INVALID) return { kind: 'invalid', detail: r.str() };
+  if (kind === OUT_CHECKPOINT) return readCheckpointOutcome(r);
   throw new Error(`machine output: unknown outcome kind ${kind}`);
 }

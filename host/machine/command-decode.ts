@@ -10,7 +10,8 @@
  * gives `{ ok: false, reason }`. Pure: no I/O.
  */
 import {
-  CMD_CALL, CMD_CALL_V1, CMD_KEYED_CALL, CMD_NOOP, CMD_SET_PAUSED, CMD_SET_QUOTA, CMD_SWEEP,
+  CMD_CALL, CMD_CALL_V1, CMD_CHECKPOINT, CMD_KEYED_CALL, CMD_NOOP, CMD_SET_PAUSED,
+  CMD_SET_QUOTA, CMD_SWEEP,
   FLAG_FOREVER, IDEMPOTENCY_TTL_SECONDS_MAX,
   FLAG_HAS_EXPECT, FLAG_HAS_MAX, FLAG_HAS_MIN, FLAG_KEYS_ONLY, FLAG_PUT_IF_ABSENT,
   FLAG_REQUIRED, CALL_REQUIRE_GRANT, LIMIT_NONE_WIRE, OP_CHECK, OP_DELETE, OP_GET,
@@ -118,6 +119,13 @@ function readCommand(c: Cursor): Command {
     }
     case CMD_NOOP:
       return { kind: 'noop' };
+    case CMD_CHECKPOINT: {
+      const index = c.i64('checkpoint index');
+      const lo = c.u32('checkpoint digest');
+      const hi = c.u32('checkpoint digest');
+      const digest = hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
+      return { kind: 'checkpoint', index, digest };
+    }
     default:
       throw new Malformed(`unknown command kind ${kind}`);
   }

@@ -216,7 +216,9 @@ export type Command =
   | { readonly kind: 'setQuota'; readonly tenant: string; readonly quota: QuotaSettings }
   | { readonly kind: 'setPaused'; readonly paused: boolean }
   /** A new leader's empty entry (Raft §5.4.2, §8): applies nothing. */
-  | { readonly kind: 'noop' };
+  | { readonly kind: 'noop' }
+  /** The proposing leader's digest (16 hex digits) after `index`; every replica compares. */
+  | { readonly kind: 'checkpoint'; readonly index: number; readonly digest: string };
 
 /**
  * What the machine answers a call with, ready to send: the HTTP status, the `ETag` and
@@ -243,7 +245,22 @@ export type ApplyOutcome =
   | { readonly kind: 'sweep'; readonly removedKeys: number }
   | { readonly kind: 'admin' }
   | { readonly kind: 'noop' }
+  | CheckpointOutcome
   | { readonly kind: 'invalid'; readonly detail: string };
+
+/**
+ * A checkpoint entry compared with this replica's own digest at its index: `passed`,
+ * `diverged` (this state is not the leader's), or `unverifiable` (the replica no longer knows
+ * its digest there: it restored a snapshot past it, or the index is older than the ring of
+ * recent digests the machine keeps). `own` is null when unverifiable.
+ */
+export interface CheckpointOutcome {
+  readonly kind: 'checkpoint';
+  readonly verdict: 'passed' | 'diverged' | 'unverifiable';
+  readonly index: number;
+  readonly expected: string;
+  readonly own: string | null;
+}
 
 /** True when the op changes state; `check` is a read (WIRE.md, "Finer points"). */
 export function isWriteOp(op: KvOp): op is WriteOp {

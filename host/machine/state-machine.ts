@@ -14,7 +14,7 @@ import {
   writeCall, type AnswerHeader,
 } from './codec.js';
 import type {
-  ApplyOutcome, CallAnswer, KvCall, QuotaSettings, TenantUsage,
+  ApplyOutcome, CallAnswer, CheckpointOutcome, KvCall, QuotaSettings, TenantUsage,
 } from './commands.js';
 import {
   ENTRY_EMPTY, ENTRY_NORMAL, LIMIT_NONE_WIRE, NEXT_EXPIRY_NONE, OUT_CALL, OUT_INVALID,
@@ -72,6 +72,8 @@ export interface AppliedEntrySink {
   /** A pause or quota row changed. */
   admin(): void;
   swept(removedKeys: number): void;
+  /** A checkpoint entry (at `entryIndex`) compared the leader's digest with this state's. */
+  checkpoint(entryIndex: number, outcome: CheckpointOutcome): void;
   /** The machine refused the entry's command: a bug in the host that proposed it. */
   invalid(entryIndex: number, detail: string): void;
 }
@@ -357,6 +359,7 @@ export class StateMachine {
     if (outcome.kind === 'invalid') sink.invalid(entryIndex, outcome.detail);
     if (outcome.kind === 'sweep' && outcome.removedKeys > 0) sink.swept(outcome.removedKeys);
     if (outcome.kind === 'admin') sink.admin();
+    if (outcome.kind === 'checkpoint') sink.checkpoint(entryIndex, outcome);
     if (mine) sink.done(seq);
   }
 

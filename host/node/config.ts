@@ -10,6 +10,7 @@ import {
 import { IDEMPOTENCY_TTL_SECONDS_MAX, VALUE_BYTES_MAX } from '../machine/abi.js';
 import type { RequestLimits } from '../machine/request.js';
 import { isStatusUrl } from './status-frame.js';
+import { DIGEST_EVERY_DEFAULT } from './checkpoints.js';
 import {
   deriveClusterId, ID_PATTERN, parseClusterSecrets, type ClusterSecrets,
 } from '../transport/handshake.js';
@@ -70,6 +71,8 @@ export interface NodeConfig {
   readonly snapshotEveryEntries: number;
   /** HIVEKV_SNAPSHOT_EVERY_BYTES: or after this many bytes of log since the last one. */
   readonly snapshotEveryBytes: number;
+  /** HIVEKV_DIGEST_EVERY: a leader proposes a checkpoint every this many entries (0: never). */
+  readonly digestEvery: number;
   /** HIVEKV_MIN_FREE_BYTES: below this much free disk the node refuses writes. */
   readonly minFreeBytes: number;
   /**
@@ -349,6 +352,7 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
       100_000_000),
     snapshotEveryBytes: intSetting(env, 'HIVEKV_SNAPSHOT_EVERY_BYTES', 256 * 1024 * 1024,
       4096, 64 * 1024 * 1024 * 1024),
+    digestEvery: intSetting(env, 'HIVEKV_DIGEST_EVERY', DIGEST_EVERY_DEFAULT, 0, 1_000_000_000),
     minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 1 << 40),
     maxStateBytes: intSetting(env, 'HIVEKV_MAX_STATE_BYTES', MAX_STATE_BYTES_DEFAULT,
       MAX_STATE_BYTES_MIN, MAX_STATE_BYTES_LIMIT),

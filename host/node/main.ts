@@ -22,6 +22,7 @@ import type { PeerTlsMaterial } from '../transport/peer-server.js';
 import { WsTransport } from '../transport/ws-transport.js';
 import { settleClusterId } from './cluster-id-file.js';
 import { ClusterStatus } from './cluster-status.js';
+import { DIVERGED_EXIT_CODE, DivergenceError } from './checkpoints.js';
 import { advertisedUrl, type NodeConfig, type TlsFiles } from './config.js';
 import { lockDataDir } from './data-lock.js';
 import { createLogger, type Logger } from './log.js';
@@ -116,6 +117,7 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
     clusterId,
     requestLimits: config.limits,
     maxStateBytes: config.maxStateBytes,
+    digestEvery: config.digestEvery,
   };
 }
 
@@ -132,7 +134,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   const fatal = (error: Error): never => {
     logger.error({ err: error.message, stack: error.stack }, 'fatal: the node stops');
     logger.flush();
-    process.exit(1);
+    process.exit(error instanceof DivergenceError ? DIVERGED_EXIT_CODE : 1);
   };
   process.on('unhandledRejection', (reason) => fatal(new Error(`unhandled rejection: ${reason}`)));
   const storage = new FileStorage(join(dataDir), {
@@ -150,6 +152,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
     storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
+    onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
     onSnapshot: (event) => logger.info({ index: event.index, bytes: event.dataBytes,
       ms: event.ms }, `snapshot ${event.kind}`) });
   await replica.start();

@@ -98,6 +98,7 @@ export class NodeMetrics implements RequestMetrics {
   private readonly refusals = new PlainCounter('hivekv_refusals_total',
     'Calls refused before the machine, by reason (rate_limited, forbidden, ...).', ['reason']);
   private readonly swept: Counter;
+  private readonly checkpoints: Counter<'verdict'>;
   private readonly raft: Record<keyof RaftGauges, Gauge>;
   /** Read at every scrape, so the memory figures are never stale. */
   private memorySource: (() => MemoryGauges) | null = null;
@@ -112,6 +113,15 @@ export class NodeMetrics implements RequestMetrics {
       help: 'Expired keys removed by sweep entries.',
       registers,
     });
+    this.checkpoints = new Counter({
+      name: 'hivekv_checkpoints_total',
+      help: 'Checkpoint entries applied, by verdict: passed (this state matched the ' +
+        'leader\'s digest) or unverifiable (restored past the index, or too old).',
+      labelNames: ['verdict'],
+      registers,
+    });
+    this.checkpoints.inc({ verdict: 'passed' }, 0);
+    this.checkpoints.inc({ verdict: 'unverifiable' }, 0);
     this.raft = raftGauges(registers);
     memoryGauges(registers, () => this.memorySource?.() ?? null);
     this.tenantKeys = new Gauge({
@@ -221,6 +231,10 @@ export class NodeMetrics implements RequestMetrics {
   /** Expired keys removed by one applied sweep entry. */
   sweptKeys(count: number): void {
     if (Number.isFinite(count) && count > 0) this.swept.inc(count);
+  }
+
+  checkpointApplied(verdict: 'passed' | 'unverifiable'): void {
+    this.checkpoints.inc({ verdict });
   }
 
   /** The Prometheus text exposition of every series. */

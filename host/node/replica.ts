@@ -47,6 +47,9 @@ import type {
 } from '../machine/request.js';
 import type { AnswerHeader } from '../machine/codec.js';
 import { Membership } from './membership.js';
+import {
+  CheckpointSchedule, DIGEST_EVERY_DEFAULT, DivergenceError,
+} from './checkpoints.js';
 import { ChunkSender, restoreMachine, SnapshotReceiver, Snapshotter } from './snapshotter.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
@@ -96,6 +99,8 @@ export interface ReplicaOptions {
   readonly requestLimits?: RequestLimits;
   /** The state's memory budget in bytes (memory-budget.ts); default MAX_STATE_BYTES_DEFAULT. */
   readonly maxStateBytes?: number;
+  /** HIVEKV_DIGEST_EVERY: entries between checkpoints a leader proposes; 0 turns them off. */
+  readonly digestEvery?: number;
 }
 
 export interface ReplicaDeps {
@@ -108,6 +113,8 @@ export interface ReplicaDeps {
   readonly onApplied?: (index: number) => void;
   /** Called with the number of expired keys a sweep entry removed. */
   readonly onSwept?: (removedKeys: number) => void;
+  /** Called when a checkpoint entry passed, or could not be verified here. */
+  readonly onCheckpoint?: (verdict: 'passed' | 'unverifiable') => void;
   /** Takes the peer frames that are not Raft's (member status); true when it took one. */
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
@@ -216,6 +223,7 @@ export class Replica implements KvService, MembersService {
   private sweepTimer: TimerHandle | null = null;
   /** The last sweep this node proposed as leader: its log index and term (0, 0 before any). */
   private sweepProposed = { index: 0, term: 0 };
+  private readonly checkpoints: CheckpointSchedule;
   private snapshotIndex = 0;
   /** The term of the last applied entry, for the meta of the next snapshot. */
   private appliedTerm = 0;
@@ -263,6 +271,7 @@ export class Replica implements KvService, MembersService {
       requestTimeoutMs: options.requestTimeoutMs,
     }, { core: () => this.core, transport: deps.transport, scheduler: deps.scheduler,
       pump: () => this.pump(), isRunning: () => this.state === 'running' });
+    this.checkpoints = new CheckpointSchedule(options.digestEvery ?? DIGEST_EVERY_DEFAULT);
     this.snapshotter = new Snapshotter(deps.machine, deps.storage);
     this.receiver = new SnapshotReceiver(deps.storage);
     this.chunkSender = new ChunkSender(deps.storage,
@@ -647,6 +656,7 @@ export class Replica implements KvService, MembersService {
       if (this.state !== 'running') return;
       this.core.tick();
       this.expireOverdue();
+      this.proposeCheckpointWhenDue();
       this.pump();
       this.scheduleTick();
     });
@@ -669,6 +679,20 @@ export class Replica implements KvService, MembersService {
       }
       this.scheduleSweep();
     });
+  }
+
+  /** A leader's checkpoint: its digest at its applied index, for every replica to compare. */
+  private proposeCheckpointWhenDue(): void {
+    const status = this.core.status();
+    const applied = this.deps.machine.appliedIndex;
+    if (!this.checkpoints.due(status.role, status.term, applied, status.lastIndex)) return;
+    const command = encodeCommand({ kind: 'checkpoint', index: applied,
+      digest: this.deps.machine.digest() });
+    const result = this.core.propose(encodeEnvelope(this.origin, this.nextSeq++, command),
+      this.deps.scheduler.nowMs());
+    if (result.kind === 'proposed') {
+      this.checkpoints.noteProposed(applied, result.index, result.term);
+    }
   }
 
   /**
@@ -874,6 +898,10 @@ export class Replica implements KvService, MembersService {
     },
     admin: () => this.forgetAdminState(),
     swept: (removedKeys: number) => this.deps.onSwept?.(removedKeys),
+    checkpoint: (entryIndex, outcome) => {
+      if (outcome.verdict === 'diverged') throw new DivergenceError(entryIndex, outcome);
+      this.deps.onCheckpoint?.(outcome.verdict);
+    },
     invalid: (entryIndex: number, detail: string) => {
       throw new Error(`entry ${entryIndex} was refused by the machine: ${detail}`);
     },

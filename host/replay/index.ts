@@ -14,6 +14,7 @@ export { describeEntry, entryCommand, type EntryDescription } from './describe.j
 export { diffDataDirs, sameEntry, type DiffResult, type DiffSide } from './diff.js';
 export {
   replay, Replayer, ReplayError, type EntryOutcome, type ReplayedEntry, type ReplayOptions,
+  type ReplaySummary,
 } from './replay.js';
 export {
   getAt, keyHistory, readKey, type GetAt, type GetResult, type HistoryLine, type KeyRef,

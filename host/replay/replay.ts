@@ -14,7 +14,8 @@
 import type { Entry } from '../core/raft/types.js';
 import { CMD_SWEEP } from '../machine/abi.js';
 import type { AnswerHeader } from '../machine/codec.js';
-import { StateMachine } from '../machine/state-machine.js';
+import type { CheckpointOutcome } from '../machine/commands.js';
+import { StateMachine, type AppliedEntrySink } from '../machine/state-machine.js';
 import { decodeEnvelope } from '../node/envelope.js';
 import { restoreMachine } from '../node/snapshotter.js';
 import { DataDir } from './data-dir.js';
@@ -41,6 +42,8 @@ export type EntryOutcome =
   | { readonly kind: 'noop' }
   /** A normal entry that applied nothing: no valid envelope, or a duplicated proposal. */
   | { readonly kind: 'skipped'; readonly reason: string }
+  /** A leader's digest compared with the replayed state's at its index. */
+  | CheckpointOutcome
   /** The machine refused the command (a bug in the node that proposed it). */
   | { readonly kind: 'invalid'; readonly detail: string };
 
@@ -96,11 +99,14 @@ export class Replayer {
 
   /**
    * Applies every entry up to `endIndex` in batches, calling `mark` after each index that
-   * `isMark` picks and after the last, with the term and the digest there.
+   * `isMark` picks and after the last, with the term and the digest there. Verifies every
+   * checkpoint entry on the way (the machine compares the leader's digest with its own); the
+   * summary counts them and names the first that did not match. A divergence does not stop
+   * the replay: the state after it is still the state this log gives.
    */
   async run(isMark: (index: number) => boolean,
-    mark: (index: number, term: number, digest: string) => void): Promise<void> {
-    const sink = quietSink();
+    mark: (index: number, term: number, digest: string) => void): Promise<ReplaySummary> {
+    const sink = new CheckpointSink();
     let batch: Entry[] = [];
     let term = this.startTerm;
     const flush = () => {
@@ -120,6 +126,7 @@ export class Replayer {
       throw new ReplayError(`replay stopped at ${at}, short of ${this.endIndex}`);
     }
     if (!isMark(at)) mark(at, term, this.machine.digest());
+    return sink.summary();
   }
 
   /** Applies the entries one at a time, yielding what each decided and the digest after. */
@@ -151,22 +158,56 @@ export async function* replay(dir: string | DataDir, options: ReplayOptions = {}
   yield* replayer.steps();
 }
 
-function quietSink(): Parameters<StateMachine['applyEntries']>[1] {
-  return {
-    answer: () => undefined, done: () => undefined, admin: () => undefined,
-    swept: () => undefined, invalid: () => undefined,
-  };
+/** What a replay found about the checkpoints in the log. */
+export interface ReplaySummary {
+  /** Checkpoints whose digest matched the replayed state's. */
+  readonly checkpointsPassed: number;
+  /** Checkpoints about an index before the replay's start (or too far back to check). */
+  readonly checkpointsUnverifiable: number;
+  /** Checkpoints that did not match. */
+  readonly checkpointsDiverged: number;
+  /** The first checkpoint that did not match, if any. */
+  readonly divergence: { readonly entryIndex: number; readonly outcome: CheckpointOutcome } | null;
+}
+
+/** Counts checkpoint verdicts and keeps the first divergence; ignores everything else. */
+class CheckpointSink implements AppliedEntrySink {
+  passed = 0;
+  unverifiable = 0;
+  diverged = 0;
+  divergence: ReplaySummary['divergence'] = null;
+
+  answer(): void {}
+  done(): void {}
+  admin(): void {}
+  swept(): void {}
+  invalid(): void {}
+  checkpoint(entryIndex: number, outcome: CheckpointOutcome): void {
+    if (outcome.verdict === 'passed') this.passed++;
+    else if (outcome.verdict === 'unverifiable') this.unverifiable++;
+    else {
+      this.diverged++;
+      this.divergence ??= { entryIndex, outcome };
+    }
+  }
+
+  summary(): ReplaySummary {
+    return { checkpointsPassed: this.passed, checkpointsUnverifiable: this.unverifiable,
+      checkpointsDiverged: this.diverged, divergence: this.divergence };
+  }
 }
 
 /** Collects what `applyEntries` said about one entry. */
-class CaptureSink {
+class CaptureSink implements AppliedEntrySink {
   private answered: { status: number; body: unknown } | null = null;
   private finished = false;
   private adminChanged = false;
   private removedKeys = 0;
   private refusal: string | null = null;
+  private checked: CheckpointOutcome | null = null;
 
   reset(): void {
+    this.checked = null;
     this.answered = null;
     this.finished = false;
     this.adminChanged = false;
@@ -189,11 +230,13 @@ class CaptureSink {
   admin(): void { this.adminChanged = true; }
   swept(removedKeys: number): void { this.removedKeys = removedKeys; }
   invalid(_index: number, detail: string): void { this.refusal = detail; }
+  checkpoint(_index: number, outcome: CheckpointOutcome): void { this.checked = outcome; }
 
   outcome(entry: Entry, hasEnvelope: boolean): EntryOutcome {
     if (this.refusal !== null) return { kind: 'invalid', detail: this.refusal };
     if (this.answered !== null) return { kind: 'call', ...this.answered };
     if (this.adminChanged) return { kind: 'admin' };
+    if (this.checked !== null) return this.checked;
     if (entry.type !== 'normal') return { kind: 'noop' };
     if (!hasEnvelope) return { kind: 'skipped', reason: 'no valid envelope' };
     if (!this.finished) {

@@ -93,7 +93,27 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
     paused: fc.oneof({ weight: 1, arbitrary: fc.constant(true) },
       { weight: 2, arbitrary: fc.constant(false) }) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'noop' as const }) },
+  // The model test reads `index` as a distance back and mostly puts the true digest there:
+  // see `checkpointFor`. Elsewhere it is a checkpoint as drawn (often of an unapplied index).
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('checkpoint' as const),
+    index: fc.integer({ min: 0, max: 45 }),
+    digest: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n })
+      .map((v) => v.toString(16).padStart(16, '0')) }) },
 );
+
+/**
+ * A drawn checkpoint made concrete for a run at `appliedIndex`: the index `command.index`
+ * entries back (0 and below are refused by both sides), and three times in four the true
+ * digest there (the drawn one's last hex digit decides), else the drawn one.
+ */
+export function checkpointFor(command: Command, appliedIndex: number,
+  digestAt: (index: number) => string | undefined): Command {
+  if (command.kind !== 'checkpoint') return command;
+  const index = appliedIndex - command.index;
+  const own = Number.parseInt(command.digest.slice(-1), 16) % 4 !== 0;
+  const digest = own ? digestAt(index) ?? command.digest : command.digest;
+  return { kind: 'checkpoint', index, digest };
+}
 
 /** A read call: only reads and checks. */
 export const readCallArb: fc.Arbitrary<KvCall> = callArb.map((c) => ({

@@ -14,7 +14,7 @@ import { StateMachine } from '../../host/machine/state-machine.js';
 import { encodeCommand } from '../../host/machine/codec.js';
 import { restoreFromBytes, snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
 import { ReferenceModel } from './reference-model.js';
-import { stepArb, type Step } from './arbitraries.js';
+import { checkpointFor, stepArb, type Step } from './arbitraries.js';
 import { answerFor, answerText } from './answers.js';
 import type { ApplyOutcome } from '../../host/machine/commands.js';
 import type { ModelApplyOutcome } from './reference-model.js';
@@ -106,6 +106,7 @@ function run(steps: readonly Step[], plan: SlicePlan): void {
   let now = START_MS;
   let index = 0;
   const log: LoggedEntry[] = [];
+  const digests = new Map<number, string>();
   let sliced: SlicedSnapshot | null = null;
   const beginAt = plan.beginAt % steps.length;
   steps.forEach((s, i) => {
@@ -114,12 +115,14 @@ function run(steps: readonly Step[], plan: SlicePlan): void {
     }
     now += s.dtMs;
     if (s.t === 'apply') {
+      const command = checkpointFor(s.command, index, (at) => digests.get(at));
       index++;
-      const bytes = encodeCommand(s.command);
+      const bytes = encodeCommand(command);
       log.push({ index, time: now, bytes });
       const got = m.apply(index, now, bytes);
-      const want = model.apply(index, now, s.command);
+      const want = model.apply(index, now, command);
       expect(comparable(s, got), `step ${i} apply`).toEqual(comparable(s, want));
+      digests.set(index, m.digest());
     } else {
       const got = answerText(m.read(s.call, now));
       const want = answerFor(s.call, model.read(s.call, now));

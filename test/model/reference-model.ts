@@ -8,6 +8,7 @@ import type {
   ApplyOutcome, CallOutcome, Command, KvCall, KvOp, KvReason, OpResult, QuotaSettings, Row,
   TenantUsage,
 } from '../../host/machine/commands.js';
+import { CHECKPOINT_RING_ENTRIES } from '../../host/machine/abi.js';
 
 /** What the model decided about an entry: a call's outcome rather than its rendered answer. */
 export type ModelApplyOutcome =
@@ -133,6 +134,8 @@ export class ReferenceModel {
   appliedIndex = 0;
   lastTimeMs = 0;
   paused = false;
+  /** The digest after each applied index: what a checkpoint is compared with. */
+  private readonly digests = new Map<number, string>();
 
   apply(index: number, timeMs: number, command: Command): ModelApplyOutcome {
     if (index <= this.appliedIndex) throw new Error('model: index not after applied');
@@ -146,10 +149,24 @@ export class ReferenceModel {
         break;
       case 'setPaused': this.paused = command.paused; out = { kind: 'admin' }; break;
       case 'noop': out = { kind: 'noop' }; break;
+      case 'checkpoint': out = this.checkpoint(command.index, command.digest); break;
     }
     this.appliedIndex = index;
     this.lastTimeMs = t;
+    this.digests.set(index, this.digest());
     return out;
+  }
+
+  /** The machine keeps the digests of its last CHECKPOINT_RING_ENTRIES applied indexes. */
+  private checkpoint(index: number, expected: string): ModelApplyOutcome {
+    if (index < 1 || index > this.appliedIndex) {
+      return { kind: 'invalid', detail: 'checkpoint index not applied' };
+    }
+    const own = this.appliedIndex - index < CHECKPOINT_RING_ENTRIES
+      ? this.digests.get(index) ?? null : null;
+    if (own === null) return { kind: 'checkpoint', verdict: 'unverifiable', index, expected, own };
+    return { kind: 'checkpoint', verdict: own === expected ? 'passed' : 'diverged', index,
+      expected, own };
   }
 
   read(call: KvCall, nowMs: number): CallOutcome {

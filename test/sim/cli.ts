@@ -75,6 +75,7 @@ async function runOne(args: CliArgs, seed: number, nodes: 3 | 5): Promise<RunRes
   });
   const summary = `seed ${seed} nodes ${nodes}: ${result.simulatedMs} ms simulated, ` +
     `${result.events} events, ${result.committedEntries} committed, ` +
+    `${result.checkpointsPassed} checkpoints passed, ` +
     `${result.callsAnswered} answered / ${result.callsUnknown} unknown, ` +
     `${result.crashes} crashes, ${result.membershipChanges} membership changes, ` +
     `${result.nodesReplaced} replaced, ${result.profile}`;

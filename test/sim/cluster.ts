@@ -31,6 +31,9 @@ import { NodeClock, SimScheduler } from './scheduler.js';
 import { SimDisk, SimStorage } from './storage.js';
 import type { Trace } from './trace.js';
 
+/** Entries between two checkpoints in the simulation. */
+const SIM_DIGEST_EVERY = 25;
+
 /** What a call through the cluster ended as: an outcome, or null when it is unknown. */
 export type CallEnd = { readonly outcome: CallOutcome | null; readonly node: string };
 
@@ -101,6 +104,8 @@ export class SimCluster {
   onCrash: ((id: string) => void) | null = null;
   /** Nodes the supervisor restarted after they stopped (a crash after an append, a fatal). */
   supervisorRestarts = 0;
+  /** Checkpoint entries that passed on some replica (a divergence is a fatal failure). */
+  checkpointsPassed = 0;
   /** Fired when a node refuses to start on damaged files (the operator replaces it). */
   onLost: ((node: SimNode) => void) | null = null;
   /** May this node's next recovery find damaged files? The operator's budget decides. */
@@ -166,6 +171,8 @@ export class SimCluster {
       expireEveryMs: 1000, expireBatch: 100,
       snapshotEveryEntries: this.settings.snapshotEveryEntries,
       snapshotEveryBytes: 64 * 1024 * 1024,
+      // Checkpoints often: a replica whose state parts from the leader's stops (a failure).
+      digestEvery: SIM_DIGEST_EVERY,
       testOnlyCommitWithoutCurrentTermRule: this.settings.commitWithoutCurrentTermRule,
       maxEntriesBytesPerAppend: this.settings.maxEntriesBytesPerAppend,
       maxInflightAppends: this.settings.maxInflightAppends,
@@ -174,6 +181,7 @@ export class SimCluster {
     const replica = new Replica(options, {
       storage, transport: this.network.transportFor(node.id), machine, scheduler: clock,
       onFatal: (error) => { if (inc !== null && node.inc === inc) this.onFatal(node, error); },
+      onCheckpoint: (verdict) => { if (verdict === 'passed') this.checkpointsPassed++; },
     });
     inc = { replica, clock, storage, machine, running: false };
     node.inc = inc;

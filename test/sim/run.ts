@@ -66,6 +66,8 @@ export interface RunResult {
   /** Damaged nodes replaced by the operator; stopped nodes the supervisor restarted. */
   readonly nodesReplaced: number;
   readonly supervisorRestarts: number;
+  /** Checkpoint entries that passed on some replica. */
+  readonly checkpointsPassed: number;
   readonly profile: FaultProfile;
   readonly faults: string;
   readonly faultHits: ReadonlyMap<FaultName, number>;
@@ -220,6 +222,7 @@ class Run {
       membershipRefused: this.operator.changesRefused,
       nodesReplaced: this.operator.repairsDone,
       supervisorRestarts: this.cluster.supervisorRestarts,
+      checkpointsPassed: this.cluster.checkpointsPassed,
       profile: this.faults.profile,
       faults: this.faults.describe(), faultHits: this.faults.hitCounts(),
       inconclusiveKeys: this.inconclusive,

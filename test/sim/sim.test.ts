@@ -55,9 +55,11 @@ describe('deterministic simulation', () => {
     let changes = 0;
     let replaced = 0;
     let churn = 0;
+    let checkpoints = 0;
     for (let seed = 0; seed < FIXED_SEEDS; seed++) {
       const result = await run(seed, seed % 2 === 0 ? 3 : 5);
       committed += result.committedEntries;
+      checkpoints += result.checkpointsPassed;
       changes += result.membershipChanges;
       replaced += result.nodesReplaced;
       if (result.profile === 'churn') churn++;
@@ -70,6 +72,7 @@ describe('deterministic simulation', () => {
     expect(changes).toBeGreaterThan(FIXED_SEEDS / 2);
     expect(replaced).toBeGreaterThan(0);
     expect(churn).toBeGreaterThan(FIXED_SEEDS / 10);
+    expect(checkpoints).toBeGreaterThan(FIXED_SEEDS);
   }, 240_000);
 
   it('seed 901265: a damaged node is replaced, a stopped one restarted, liveness holds',

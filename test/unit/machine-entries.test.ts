@@ -4,9 +4,13 @@
 // this node's own proposals.
 import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../host/core/raft/types.js';
-import { DEDUP_ORIGINS_MAX, DEDUP_WINDOW } from '../../host/machine/abi.js';
+import {
+  CHECKPOINT_RING_ENTRIES, DEDUP_ORIGINS_MAX, DEDUP_WINDOW,
+} from '../../host/machine/abi.js';
 import { encodeCommand, type AnswerHeader } from '../../host/machine/codec.js';
-import { DEFAULT_TENANT, type Command } from '../../host/machine/commands.js';
+import {
+  DEFAULT_TENANT, type CheckpointOutcome, type Command,
+} from '../../host/machine/commands.js';
 import { StateMachine, type AppliedEntrySink } from '../../host/machine/state-machine.js';
 import { restoreFromBytes, snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
 import { encodeEnvelope, type Origin } from '../../host/node/envelope.js';
@@ -27,6 +31,10 @@ class Recorder implements AppliedEntrySink {
   done(seq: number): void { this.heard.push(`done ${seq}`); }
   admin(): void { this.heard.push('admin'); }
   swept(removedKeys: number): void { this.heard.push(`swept ${removedKeys}`); }
+  checkpoint(entryIndex: number, outcome: CheckpointOutcome): void {
+    this.heard.push(`checkpoint ${entryIndex} ${outcome.verdict} ${outcome.index} ` +
+      `${outcome.expected} ${outcome.own ?? '-'}`);
+  }
   invalid(entryIndex: number, detail: string): void {
     this.heard.push(`invalid ${entryIndex} ${detail}`);
   }
@@ -144,5 +152,61 @@ describe('applyEntries', () => {
     const m = machine();
     const log = new Log().add(SELF, 1, incr('a')).add(SELF, 2, incr('a'));
     expect(() => m.applyEntries(log.entries.slice(1), new Recorder())).toThrow(/expected/);
+  });
+});
+
+describe('checkpoint entries', () => {
+  /** Applies `n` incr entries from OTHER (seq from `seq0`), one crossing. */
+  function incrs(m: StateMachine, n: number, seq0: number): void {
+    const log = new Log();
+    for (let i = 0; i < m.appliedIndex; i++) log.empty();
+    for (let i = 0; i < n; i++) log.add(OTHER, seq0 + i, incr(`k${i % 7}`));
+    m.applyEntries(log.entries.slice(m.appliedIndex), new Recorder());
+  }
+
+  function checkpoint(m: StateMachine, index: number, digest: string): string[] {
+    const log = new Log();
+    for (let i = 0; i < m.appliedIndex; i++) log.empty();
+    log.add(OTHER, 1_000_000 + m.appliedIndex, { kind: 'checkpoint', index, digest });
+    const rec = new Recorder();
+    m.applyEntries(log.entries.slice(m.appliedIndex), rec);
+    return rec.heard;
+  }
+
+  it('passes on an equal digest at a past index, diverges on another, on every replica', () => {
+    const m = machine();
+    incrs(m, 10, 1);
+    const at10 = m.digest();
+    incrs(m, 5, 100);
+    const wrong = at10 === 'f'.repeat(16) ? '0'.repeat(16) : 'f'.repeat(16);
+    expect(checkpoint(m, 10, at10)).toEqual([`checkpoint 16 passed 10 ${at10} ${at10}`]);
+    expect(checkpoint(m, 10, wrong)).toEqual([`checkpoint 17 diverged 10 ${wrong} ${at10}`]);
+    // A checkpoint applies nothing but its index: it is in the digest like any entry's.
+    expect(m.appliedIndex).toBe(17);
+  });
+
+  it('refuses an index this replica has not applied, and index 0', () => {
+    const m = machine();
+    incrs(m, 3, 1);
+    expect(checkpoint(m, 4, '0'.repeat(16))[0]).toMatch(/^invalid 4 checkpoint index not applied/);
+    expect(checkpoint(m, 0, '0'.repeat(16))[0]).toMatch(/^invalid 5 checkpoint index not applied/);
+  });
+
+  it('is unverifiable past the ring of recent indexes and before a restore', () => {
+    const m = machine();
+    incrs(m, 2, 1);
+    const at2 = m.digest();
+    incrs(m, CHECKPOINT_RING_ENTRIES - 1, 10);
+    // Index 2 is exactly CHECKPOINT_RING_ENTRIES - 1 back: still kept.
+    expect(checkpoint(m, 2, at2)[0]).toMatch(/ passed 2 /);
+    // One more entry (the checkpoint itself) pushed index 2 out of the ring.
+    expect(checkpoint(m, 2, at2)[0]).toBe(`checkpoint ${m.appliedIndex} unverifiable 2 ${at2} -`);
+    const restored = machine();
+    restoreFromBytes(restored, snapshotToBytes(m));
+    const at = m.appliedIndex;
+    const digest = m.digest();
+    expect(checkpoint(restored, at - 1, digest)[0]).toMatch(/ unverifiable /);
+    // The restored index itself is known: its digest is the snapshot's.
+    expect(checkpoint(restored, at, digest)[0]).toMatch(/ passed /);
   });
 });

@@ -212,6 +212,7 @@ class Collect implements AppliedEntrySink {
   done(): void {}
   admin(): void {}
   swept(): void {}
+  checkpoint(): void {}
   invalid(): void {}
 }
 
