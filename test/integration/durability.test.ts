@@ -2,14 +2,16 @@
  * No acknowledged write is ever lost: a real node under concurrent load is killed with
  * SIGKILL at seeded random moments and restarted on the same directory; every acknowledged
  * call must be there, no call half applied, every counted increment counted once, versions
- * still increasing. Damage in the middle of the log refuses start-up; a torn tail recovers.
+ * still increasing, and the directory the crashes left replays to the digest the node
+ * reported. Damage in the middle of the log refuses start-up; a torn tail recovers.
  */
 import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
+  call, kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
 } from '../helpers/node-process.js';
+import { hivekv } from '../helpers/hivekv-cli.js';
 import { seededRandom, testSeed } from '../helpers/seed.js';
 
 const CRASH_CYCLES = 20;
@@ -109,8 +111,15 @@ describe('crash safety', () => {
       node = await startNode({ dataDir: dir, env });
       await verify(node.url, records, maxVersionSeen);
       expect(records.filter((r) => r.state === 'acked').length).toBeGreaterThan(CRASH_CYCLES);
+      const health = (await call(node.url, 'GET', '/health')).body;
       expect(await node.stop()).toBe(0);
       node = null;
+      // The directory left by every crash replays to the digest the node reported.
+      const replayed = await hivekv(['replay', '--data', dir, '--to',
+        String(health.appliedIndex), '--json']);
+      expect(replayed.code, replayed.stderr).toBe(0);
+      expect(replayed.lines.at(-1)).toMatchObject({ index: health.appliedIndex,
+        digest: health.digest });
     } catch (error) {
       throw new Error(`seed ${seed}: ${(error as Error).message}\n${node?.output() ?? ''}`);
     } finally {
