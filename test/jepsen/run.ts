@@ -72,6 +72,18 @@ async function health(cluster: JepsenCluster, id: string): Promise<Record<string
   }
 }
 
+/** The checkpoints a node counted in /metrics since it started; 0 when it does not answer. */
+async function checkpointsPassed(cluster: JepsenCluster, id: string): Promise<number> {
+  try {
+    const response = await fetch(`${cluster.url(id)}/metrics`,
+      { signal: AbortSignal.timeout(1000) });
+    const m = /^hivekv_checkpoints_total\{verdict="passed"\} (\d+)/m.exec(await response.text());
+    return m === null ? 0 : Number(m[1]);
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * Waits until a leader is agreed and every node reports the same commit and applied index
  * twice in a row. Returns null, or what it saw last when it gives up.
@@ -155,13 +167,15 @@ async function nodeVerdict(cluster: JepsenCluster, recovery: string | null,
     }
   }
   if (recovery !== null) problems.push(recovery);
+  let checkpoints = 0;
   for (const id of cluster.ids()) {
     const term = Number((await health(cluster, id))?.['term'] ?? 0);
     if (term >= FORGED_TERM) problems.push(`${id} is at term ${term}: a stranger's frame counted`);
+    checkpoints += await checkpointsPassed(cluster, id);
   }
   return { name: 'nodes', valid: problems.length === 0, evidence: problems,
-    summary: problems.length === 0 ? 'every node survived, recovered and agreed'
-      : problems[0] ?? '' };
+    summary: problems.length === 0 ? 'every node survived, recovered and agreed ' +
+      `(${checkpoints} checkpoints passed on the members still running)` : problems[0] ?? '' };
 }
 
 function countFaults(faults: readonly FaultRecord[]): Record<string, number> {
