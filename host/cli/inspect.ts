@@ -29,6 +29,7 @@ export function inspectSummary(data: DataDir): Record<string, unknown> {
       usedBytes: s.usedBytes, tornTail: s.tornTail })),
     terms: data.summary.terms,
     entries: data.summary.kinds,
+    commands: data.summary.commands,
   };
 }
 

@@ -19,6 +19,11 @@ import {
 } from '../storage/snapshot-files.js';
 import { StorageCorruptionError } from '../storage/storage.js';
 import { scanSegmentBytes, SEGMENT_BYTES_DEFAULT, segmentFileName, Wal } from '../storage/wal.js';
+import {
+  CMD_CALL, CMD_CALL_V1, CMD_CHECKPOINT, CMD_KEYED_CALL, CMD_NOOP, CMD_SET_PAUSED,
+  CMD_SET_QUOTA, CMD_SWEEP,
+} from '../machine/abi.js';
+import { decodeEnvelope } from '../node/envelope.js';
 
 /** Entries of one kind: how many, and their data bytes and record bytes on disk. */
 export interface KindTally {
@@ -58,7 +63,24 @@ export type SnapshotInfo =
 /** Everything `inspect` prints, gathered by one pass over the log. */
 export interface LogSummary {
   readonly kinds: Record<EntryType, KindTally>;
+  /**
+   * Normal entries by the command they carry: call, keyedCall, sweep, setQuota, setPaused,
+   * noop, checkpoint, or unreadable (no valid envelope, or an unknown kind).
+   */
+  readonly commands: Record<string, KindTally>;
   readonly terms: readonly TermRun[];
+}
+
+const COMMAND_NAMES = new Map<number, string>([
+  [CMD_CALL, 'call'], [CMD_CALL_V1, 'call'], [CMD_KEYED_CALL, 'keyedCall'],
+  [CMD_SWEEP, 'sweep'], [CMD_SET_QUOTA, 'setQuota'], [CMD_SET_PAUSED, 'setPaused'],
+  [CMD_NOOP, 'noop'], [CMD_CHECKPOINT, 'checkpoint'],
+]);
+
+function commandName(entry: Entry): string {
+  const envelope = decodeEnvelope(entry.data);
+  const kind = envelope?.command[0];
+  return (kind === undefined ? undefined : COMMAND_NAMES.get(kind)) ?? 'unreadable';
 }
 
 function emptyTally(): KindTally {
@@ -86,7 +108,8 @@ export class DataDir {
     const hardState = await readHardStateFile(dir);
     const snapshots = await readSnapshots(snapDir);
     const summary: LogSummary = {
-      kinds: { normal: emptyTally(), empty: emptyTally(), config: emptyTally() }, terms: [],
+      kinds: { normal: emptyTally(), empty: emptyTally(), config: emptyTally() }, commands: {},
+      terms: [],
     };
     const segments = await scanSegments(walDir, summary);
     return new DataDir(dir, hardState, snapshots, segments, summary);
@@ -213,12 +236,19 @@ async function scanSegments(walDir: string, summary: LogSummary): Promise<Segmen
   return segments;
 }
 
-function tally(summary: LogSummary, entry: Entry): void {
-  const kind = summary.kinds[entry.type];
+function count(kind: KindTally, entry: Entry): void {
   kind.count += 1;
   kind.dataBytes += entry.data.byteLength;
   kind.recordBytes += RECORD_HEADER_BYTES + entry.data.byteLength;
   kind.largestDataBytes = Math.max(kind.largestDataBytes, entry.data.byteLength);
+}
+
+function tally(summary: LogSummary, entry: Entry): void {
+  count(summary.kinds[entry.type], entry);
+  if (entry.type === 'normal') {
+    const name = commandName(entry);
+    count(summary.commands[name] ??= emptyTally(), entry);
+  }
   const terms = summary.terms as TermRun[];
   const run = terms.at(-1);
   if (run !== undefined && run.term === entry.term && run.lastIndex === entry.index - 1) {

@@ -133,6 +133,11 @@ describe('checkpoints on a three-node cluster', () => {
       const end = healthy.lines.at(-1);
       expect(end.checkpoints.passed).toBeGreaterThanOrEqual(2);
       expect(end.checkpoints.diverged).toBe(0);
+      const inspect = await hivekv(['inspect', '--data', dirs[(follower + 1) % 3]!]);
+      const commands = JSON.parse(inspect.stdout).commands;
+      expect(commands.checkpoint.count).toBe(end.checkpoints.passed + end.checkpoints.diverged +
+        end.checkpoints.unverifiable);
+      expect(commands.call.count).toBeGreaterThanOrEqual(WRITES);
       const edited = await hivekv(['replay', '--data', dirs[follower]!, '--json']);
       expect(edited.code).toBe(3);
       expect(edited.lines.at(-1).checkpoints.diverged).toBeGreaterThanOrEqual(1);
