@@ -122,6 +122,16 @@ describe('configuration', () => {
       }
     });
 
+  it('proposes checkpoints every HIVEKV_DIGEST_EVERY entries, 10,000 by default, 0 for never',
+    () => {
+      expect(loadConfig(flags(), {}).digestEvery).toBe(10_000);
+      expect(loadConfig(flags(), { HIVEKV_DIGEST_EVERY: '0' }).digestEvery).toBe(0);
+      for (const bad of ['-1', '2.5', 'often']) {
+        expect(() => loadConfig(flags(), { HIVEKV_DIGEST_EVERY: bad }))
+          .toThrow(/HIVEKV_DIGEST_EVERY/);
+      }
+    });
+
   it('lets QUEEN_KV_REQUIRE_GRANT default to the tenancy flag', () => {
     const env = { QUEEN_TENANCY_HEADER: 'true', QUEEN_KV_TRUSTED_PROXY: 'true' };
     expect(loadConfig(flags(), env).requireGrant).toBe(true);
