@@ -21,8 +21,9 @@
  * beside the Ready loop, while entries keep applying.
  *
  * Errors: a failed write or fsync crashes the node (`onFatal`) and is never retried; a
- * machine trap is a bug and crashes it too, naming the entry. Everything the driver queues is
- * bounded, and every client wait ends by `requestTimeoutMs` at the latest.
+ * machine trap is a bug and crashes it too, naming the entry; so does a checkpoint entry
+ * whose digest is not this replica's (checkpoints.ts: the state diverged). Everything the
+ * driver queues is bounded, and every client wait ends by `requestTimeoutMs` at the latest.
  */
 import type { MembershipChange } from '../core/raft/configuration.js';
 import { createRaft, type RaftCore, type Ready } from '../core/raft/raft.js';
