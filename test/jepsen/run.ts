@@ -20,6 +20,7 @@ import {
   type NemesisKind,
 } from './nemesis.js';
 import { JepsenCluster, type NodeExit } from './nodes.js';
+import { checkReplays } from './replay-check.js';
 import { SdkRetryClients } from './sdk-retries.js';
 import {
   accountKey, ACCOUNTS, Client, kvCall, NAMESPACE, type ClientContext,
@@ -235,12 +236,14 @@ export async function runJepsen(options: JepsenOptions): Promise<JepsenReport> {
       checkBank(history), checkLedger(history, clientContext.ledgerKeys),
       await nodeVerdict(cluster, recovery, cluster.exits), await sdk.check(),
     ];
+    await cluster.stopAll();
+    verdicts.push(await checkReplays(new Map(cluster.ids().map((id) =>
+      [id, cluster.member(id).dataDir]))));
     const valid = verdicts.every((v) => v.valid);
     const report: JepsenReport = { seed: options.seed, nodes: options.nodes,
       timeS: options.timeS, wallMs: Date.now() - wallStart, dir: valid && !options.keep ? null
         : dir, calls: history.counts(), faults: countFaults(faults), faultLog: faults, probes,
       verdicts, valid };
-    await cluster.stopAll();
     writeFileSync(join(dir, 'history.jsonl'), [...history.eventLines()].join('\n') + '\n');
     writeFileSync(join(dir, 'report.json'), JSON.stringify(report, null, 2));
     if (report.dir === null) rmSync(dir, { recursive: true, force: true });
