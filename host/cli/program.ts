@@ -9,7 +9,9 @@ import { Command, CommanderError } from 'commander';
 import { registerBench } from './bench.js';
 import { docsPath } from './connection.js';
 import { registerDiff } from './diff.js';
+import { registerExport } from './export.js';
 import { registerHealth } from './health.js';
+import { registerImport } from './import.js';
 import { registerInspect } from './inspect.js';
 import { registerKv } from './kv.js';
 import { registerMembers } from './members.js';
@@ -34,6 +36,8 @@ export function buildProgram(): Command {
   registerInspect(program);
   registerReplay(program);
   registerDiff(program);
+  registerExport(program);
+  registerImport(program);
   return program;
 }
 

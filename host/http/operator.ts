@@ -2,7 +2,8 @@
  * The operator's routes beside the KV surface: the console's files (`GET /console`,
  * `/console/...`), the cluster table (`GET /api/v1/system/cluster`), the tenants with their
  * usage and quota rows (`GET /api/v1/system/tenants`) and the pause switch's state
- * (`GET /api/v1/system/kv-timers`). `server.ts` routes here after authorization; the
+ * (`GET /api/v1/system/kv-timers`), and the state's dump at one applied index
+ * (`GET /api/v1/system/export`, streamed). `server.ts` routes here after authorization; the
  * `/api/v1/system/*` routes need `admin` there, the console's files need nothing, since they
  * hold no data and every call the console makes is authorized on its own.
  *
@@ -54,6 +55,12 @@ export interface OperatorDeps {
   tenants(maxTenants: number): Promise<ServiceResult<TenantsView>>;
   /** A linearizable read of the pause switch: true when KV runs. */
   kvEnabled(): Promise<ServiceResult<boolean>>;
+  /**
+   * The dump (docs/backup.md) of a state at one applied index, no older than the moment of
+   * the call, as text chunks; absent on a server that cannot export.
+   */
+  exportDump?(): Promise<ServiceResult<{ readonly index: number;
+    readonly text: AsyncIterable<string> }>>;
   readonly consoleAssets: ConsoleAssets;
   readonly consoleSettings: ConsoleSettings;
 }
@@ -65,6 +72,8 @@ export interface OperatorReply {
   readonly contentType: string;
   readonly etag: string | null;
   readonly headers: Readonly<Record<string, string>> | null;
+  /** A body streamed after the headers instead of `body` (an export). */
+  readonly stream?: AsyncIterable<string>;
 }
 
 const JSON_TYPE = 'application/json';
@@ -119,9 +128,23 @@ export async function answerOperator(deps: OperatorDeps | undefined, route: Rout
     }
     case 'console':
       return consoleFile(deps, route.rest, ifNoneMatch);
+    case 'export':
+      return exportReply(deps);
     default:
       return kvError('not_found', 'not_found', 'no operator route serves this path');
   }
+}
+
+/** The dump streamed as `application/x-ndjson`; its header line names its index. */
+async function exportReply(deps: OperatorDeps): Promise<OperatorReply | KvError> {
+  if (deps.exportDump === undefined) {
+    return kvError('not_found', 'not_found', 'this server cannot export');
+  }
+  const result = await deps.exportDump();
+  if (result.kind !== 'done') return unavailable(result);
+  return { status: 200, body: '', contentType: 'application/x-ndjson', etag: null,
+    headers: { ...NO_STORE, 'x-hivekv-export-index': String(result.value.index) },
+    stream: result.value.text };
 }
 
 function consoleFile(deps: OperatorDeps, rest: string,

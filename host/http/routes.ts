@@ -18,6 +18,7 @@ export type RouteId =
   | 'kvQuota'
   | 'cluster'
   | 'tenants'
+  | 'export'
   | 'console'
   | 'members'
   | 'member'
@@ -45,6 +46,8 @@ const KV_TIMERS_PATH = '/api/v1/system/kv-timers';
 const KV_QUOTA_PREFIX = '/api/v1/system/kv-quota/';
 const CLUSTER_PATH = '/api/v1/system/cluster';
 const TENANTS_PATH = '/api/v1/system/tenants';
+/** A dump of the whole state at one applied index (docs/backup.md). */
+const EXPORT_PATH = '/api/v1/system/export';
 /** The operator console: `/console` and the files under `/console/` (never under /api). */
 const CONSOLE_PATH = '/console';
 const MEMBERS_PATH = '/api/v1/system/members';
@@ -66,6 +69,7 @@ const STATIC = {
     'GET, POST', '')),
   cluster: Object.freeze(match('cluster', CLUSTER_PATH, 'admin', true, 'GET', '')),
   tenants: Object.freeze(match('tenants', TENANTS_PATH, 'admin', true, 'GET', '')),
+  export: Object.freeze(match('export', EXPORT_PATH, 'admin', true, 'GET', '')),
   members: Object.freeze(match('members', '/api/v1/system/members', 'admin', true, 'GET, POST',
     '')),
   health: Object.freeze(match('health', '/health', null, true, 'GET', '')),
@@ -118,6 +122,7 @@ export function matchRoute(method: string, path: string): RouteMatch | null {
   if (path === '/metrics') return staticRoute(STATIC.metrics, method);
   if (path === CLUSTER_PATH) return staticRoute(STATIC.cluster, method);
   if (path === TENANTS_PATH) return staticRoute(STATIC.tenants, method);
+  if (path === EXPORT_PATH) return staticRoute(STATIC.export, method);
   if (path === CONSOLE_PATH || path.startsWith(CONSOLE_PATH + '/')) {
     // The console's files are public: they hold no data, and every call they make is
     // authorized on its own. `rest` is the file path under /console/ ('' for the page).

@@ -26,6 +26,7 @@ import type {
 } from './guards.js';
 import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
+import { streamBody } from './stream-body.js';
 import { IDEMPOTENCY_HEADER, keyedOrRefused, REPLAYED_HEADERS } from './idempotency.js';
 import { renderEmptyTransaction } from './transaction.js';
 import {
@@ -81,6 +82,8 @@ interface Reply {
   readonly refusalReason?: string | null;
   /** More headers (the console's caching and security policy). */
   readonly headers?: Readonly<Record<string, string>> | null;
+  /** A body streamed after the headers instead of `body` (export.ts). */
+  readonly stream?: AsyncIterable<string>;
 }
 
 type Answer = Reply | KvError;
@@ -268,6 +271,7 @@ class HttpApp {
       case 'kvTimersRead':
       case 'cluster':
       case 'tenants':
+      case 'export':
       case 'console':
         return answerOperator(this.deps.operator, route, req.headers['if-none-match']);
     }
@@ -421,7 +425,11 @@ class HttpApp {
       const retryAfter = answer.retryAfterSeconds ?? null;
       if (retryAfter !== null) res.header('retry-after', String(retryAfter));
       for (const [name, value] of Object.entries(answer.headers ?? {})) res.header(name, value);
-      res.send(bodyless ? '' : answer.body);
+      if (answer.stream !== undefined && !bodyless) {
+        streamBody(res, answer.stream, (error) => this.internalError(exchange, error));
+      } else {
+        res.send(bodyless ? '' : answer.body);
+      }
     }
     return answer.status;
   }

@@ -70,6 +70,9 @@ export const PENDING_REQUESTS_MAX = 100_000;
 const QUOTA_CACHE_TENANTS_MAX = 10_000;
 const RETRY_AFTER_SECONDS = 1;
 
+/** Bytes of a snapshot file read at a time for an export. */
+const EXPORT_CHUNK_BYTES = 1024 * 1024;
+
 export interface ReplicaOptions {
   readonly id: string;
   /** The starting voters (`--peers`); empty for a node started with `--join`. */
@@ -258,6 +261,10 @@ export class Replica implements KvService, MembersService {
     afterSync: number }> = [];
   /** A received snapshot being installed: Readies wait until it is done. */
   private installing: Promise<void> | null = null;
+  /** The newest durable snapshot, with the digest of the state it holds (for exports). */
+  private exportable: { meta: SnapshotMeta; digest: string } | null = null;
+  /** An export wants a snapshot now, due or not (`snapshotForExport`). */
+  private exportWanted = false;
 
   constructor(
     private readonly options: ReplicaOptions,
@@ -862,6 +869,7 @@ export class Replica implements KvService, MembersService {
 
   private async restoreSnapshot(snapshot: Snapshot): Promise<void> {
     await restoreMachine(this.deps.storage, this.deps.machine, snapshot);
+    this.exportable = { meta: snapshot.meta, digest: this.deps.machine.digest() };
     this.forgetAdminState();
     this.snapshotIndex = snapshot.meta.index;
     this.appliedTerm = snapshot.meta.term;
@@ -946,7 +954,8 @@ export class Replica implements KvService, MembersService {
   private maybeSnapshot(): void {
     const { machine } = this.deps;
     const applied = machine.appliedIndex;
-    const due = applied - this.snapshotIndex >= this.options.snapshotEveryEntries ||
+    const due = this.exportWanted ||
+      applied - this.snapshotIndex >= this.options.snapshotEveryEntries ||
       this.logBytesSinceSnapshot >= this.options.snapshotEveryBytes;
     if (!due || applied <= this.snapshotIndex || this.snapshotSaving !== null) return;
     const meta: SnapshotMeta = {
@@ -957,6 +966,7 @@ export class Replica implements KvService, MembersService {
       ...this.core.configurationAt(applied),
     };
     const startMs = this.deps.scheduler.nowMs();
+    const digest = machine.digest();
     const taken = this.snapshotter.take(meta);
     const begun = { meta, dataBytes: this.snapshotter.dataBytes };
     this.noteSnapshot('begun', begun, startMs);
@@ -965,6 +975,7 @@ export class Replica implements KvService, MembersService {
       if (snapshot === null) this.noteSnapshot('abandoned', begun, startMs);
       if (snapshot === null || this.state === 'stopped') return;
       this.noteSnapshot('taken', snapshot, startMs);
+      this.exportable = { meta: snapshot.meta, digest };
       this.pendingCompaction = snapshot;
       if (!this.pumping) this.compactWhenIdle();
     }, (error: unknown) => {
@@ -974,6 +985,38 @@ export class Replica implements KvService, MembersService {
     });
     this.snapshotIndex = applied;
     this.logBytesSinceSnapshot = 0;
+  }
+
+  /**
+   * A durable snapshot of the state at `atLeast` or later, with its digest and its bytes,
+   * for an export (host/backup/export.ts): the newest one when it is recent enough, else
+   * one taken now (entries keep applying meanwhile). The file is read through one open
+   * handle, so a newer snapshot pruning it does not cut the read short.
+   */
+  async snapshotForExport(atLeast: number): Promise<{ meta: SnapshotMeta; digest: string;
+    chunks: AsyncIterable<Uint8Array> }> {
+    for (let round = 0; round < 8; round++) {
+      if (this.state !== 'running') throw new Error('the node is not running');
+      const have = this.exportable;
+      if (have !== null && have.meta.index >= atLeast) {
+        return { ...have, chunks: this.deps.storage.snapshotChunks(have.meta.index,
+          EXPORT_CHUNK_BYTES) };
+      }
+      if (this.installing !== null) {
+        await this.installing;
+      } else if (this.snapshotSaving !== null) {
+        await this.snapshotSaving;
+      } else {
+        this.exportWanted = true;
+        try {
+          this.maybeSnapshot();
+        } finally {
+          this.exportWanted = false;
+        }
+        if (this.snapshotSaving === null) break;
+      }
+    }
+    throw new Error(`no snapshot at or after index ${atLeast} could be taken`);
   }
 
   /** Hands a durable snapshot to the core; never while a Ready is outstanding. */
