@@ -3,6 +3,7 @@
  * collects its exit status, its output and its stdout read as JSON lines.
  */
 import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const RUN_TIMEOUT_MS = 60_000;
@@ -16,12 +17,17 @@ export interface Run {
   readonly lines: any[];
 }
 
-/** Runs `hivekv ...args`; lines that are not JSON are kept as text. */
-export function hivekv(args: string[]): Promise<Run> {
+/**
+ * Runs `hivekv ...args`; lines that are not JSON are kept as text. `stdinFile`: a file
+ * whose bytes the command reads on stdin.
+ */
+export function hivekv(args: string[], stdinFile?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
+    const input = stdinFile === undefined ? 'ignore' : openSync(stdinFile, 'r');
     const child = spawn(process.execPath, ['bin/hivekv.js', ...args], {
-      cwd: ROOT, env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT, env: { ...process.env }, stdio: [input, 'pipe', 'pipe'],
     });
+    if (typeof input === 'number') closeSync(input);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
