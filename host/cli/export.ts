@@ -120,6 +120,9 @@ async function exportAction(options: Options): Promise<number> {
   }
   const token = options['token'] ?? process.env['HIVEKV_TOKEN'];
   const base = (url ?? '').trim() === '' ? DEFAULT_URL : url!.trim();
+  if (base.includes(',')) {
+    throw new UsageError('--url takes one node\'s URL: the export is that node\'s state');
+  }
   try {
     new URL(base);
   } catch {

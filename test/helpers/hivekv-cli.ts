@@ -23,15 +23,16 @@ export interface Run {
  */
 export function hivekv(args: string[], stdinFile?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const input = stdinFile === undefined ? 'ignore' : openSync(stdinFile, 'r');
+    const input: 'ignore' | number = stdinFile === undefined ? 'ignore'
+      : openSync(stdinFile, 'r');
     const child = spawn(process.execPath, ['bin/hivekv.js', ...args], {
       cwd: ROOT, env: { ...process.env }, stdio: [input, 'pipe', 'pipe'],
     });
     if (typeof input === 'number') closeSync(input);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+    child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`hivekv ${args.join(' ')} ran over ${RUN_TIMEOUT_MS} ms`));
