@@ -1,9 +1,10 @@
 /**
  * The dump format of `hivekv export` and `hivekv import` (docs/backup.md): newline-delimited
  * JSON, one object per line, in this order: one `header`, `tenantCount` `tenant` lines (the
- * machine's tenant table, in its order, each with its quota row or null), `rowCount` `row`
- * lines (in the snapshot's key order) and one `end` line. Everything the state digest covers
- * is there, so the state a dump rebuilds has the digest its header names.
+ * machine's tenant table, in its order, each with its quota row or null),
+ * `idempotencyRecords` `idempotency` lines (oldest first), `rowCount` `row` lines (in the
+ * snapshot's key order) and one `end` line. Everything the state digest covers is there, so
+ * the state a dump rebuilds has the digest its header names.
  *
  * Byte strings (tenant, namespace, key, value) are JSON strings of their UTF-8 text; a value
  * is the compact JSON text the machine stores, as a string, so its bytes round-trip exactly
@@ -11,10 +12,13 @@
  * UTF-8 is written as `<field>Base64` instead. Pure: encoding and checking lines only.
  */
 import {
-  KEY_BYTES_MAX, NS_BYTES_MAX, SAFE_INTEGER_MAX, TENANT_BYTES_MAX,
+  IDEMPOTENCY_ANSWER_BYTES_MAX, IDEMPOTENCY_KEY_BYTES_MAX, KEY_BYTES_MAX, NS_BYTES_MAX,
+  SAFE_INTEGER_MAX, TENANT_BYTES_MAX,
 } from '../machine/abi.js';
 import type { QuotaSettings } from '../machine/commands.js';
-import type { SnapshotHead, SnapshotRow, SnapshotTenant } from './snapshot-items.js';
+import type {
+  IdempotencyRecord, SnapshotHead, SnapshotRow, SnapshotTenant,
+} from './snapshot-items.js';
 
 /** The `format` every dump's header names. */
 export const DUMP_FORMAT = 'hivekv-dump';
@@ -37,8 +41,8 @@ export interface DumpHeader {
   readonly rowCount: number;
   /** The state digest at `index` (docs/codec.md, "Digest"): 16 hex digits. */
   readonly digest: string;
-  /** Idempotency records the state held; a dump does not carry them. */
-  readonly idempotencyRecordsNotExported: number;
+  /** Idempotency records (recorded answers to keyed write calls) the dump carries. */
+  readonly idempotencyRecords: number;
   /** Where it came from: a data directory replayed, or a live node's snapshot. */
   readonly source: 'data' | 'node';
   readonly exportedAt: string;
@@ -57,6 +61,7 @@ export interface RowLine {
 export interface EndLine {
   readonly kind: 'end';
   readonly tenants: number;
+  readonly idempotencyRecords: number;
   readonly rows: number;
 }
 
@@ -87,7 +92,7 @@ export function headerLine(head: SnapshotHead, facts: { term: number; digest: st
     index: head.index, term: facts.term, lastVersion: head.lastVersion,
     lastTimeMs: head.lastTimeMs, paused: head.paused, tenantCount: head.tenants.length,
     rowCount: head.rowCount, digest: facts.digest,
-    idempotencyRecordsNotExported: head.idempotencyRecords, source: facts.source,
+    idempotencyRecords: head.idempotency.length, source: facts.source,
     exportedAt: facts.exportedAt.toISOString(),
   };
   return JSON.stringify(header) + '\n';
@@ -119,8 +124,20 @@ export function tenantField(name: Uint8Array): Record<string, unknown> {
   return out;
 }
 
-export function endLine(tenants: number, rows: number): string {
-  const end: EndLine = { kind: 'end', tenants, rows };
+export function idempotencyLine(record: IdempotencyRecord): string {
+  const out: Record<string, unknown> = { kind: 'idempotency' };
+  putBytes(out, 'tenant', record.tenant);
+  putBytes(out, 'key', record.key);
+  out['fingerprint'] = record.fingerprint;
+  out['expiresAt'] = record.expiresAt;
+  out['answerBase64'] = record.answer === null ? null
+    : Buffer.from(record.answer.buffer, record.answer.byteOffset, record.answer.byteLength)
+      .toString('base64');
+  return JSON.stringify(out) + '\n';
+}
+
+export function endLine(tenants: number, idempotencyRecords: number, rows: number): string {
+  const end: EndLine = { kind: 'end', tenants, idempotencyRecords, rows };
   return JSON.stringify(end) + '\n';
 }
 
@@ -194,9 +211,8 @@ export function readHeader(o: Obj, line: number): DumpHeader {
     lastTimeMs: wholeNumber(o, 'lastTimeMs', line), paused: bool(o, 'paused', line),
     tenantCount: wholeNumber(o, 'tenantCount', line),
     rowCount: wholeNumber(o, 'rowCount', line), digest,
-    idempotencyRecordsNotExported: typeof o['idempotencyRecordsNotExported'] === 'number'
-      ? o['idempotencyRecordsNotExported'] : 0,
-    source, exportedAt: typeof o['exportedAt'] === 'string' ? o['exportedAt'] : '',
+    idempotencyRecords: wholeNumber(o, 'idempotencyRecords', line), source,
+    exportedAt: typeof o['exportedAt'] === 'string' ? o['exportedAt'] : '',
   };
 }
 
@@ -243,6 +259,34 @@ export function readTenant(o: Obj, line: number): { name: Uint8Array;
   } };
 }
 
+/** An answer as recorded: the 19-byte answer header, then as many body bytes as it says. */
+const ANSWER_HEADER_BYTES = 19;
+
+/** An idempotency line, checked as the machine checks a record (assembly/idempotency.ts). */
+export function readIdempotency(o: Obj, line: number): IdempotencyRecord {
+  expectKind(o, 'idempotency', line, 'an idempotency record line');
+  const tenant = bytesField(o, 'tenant', line, 1, TENANT_BYTES_MAX);
+  const key = bytesField(o, 'key', line, 1, IDEMPOTENCY_KEY_BYTES_MAX);
+  if (key.some((c) => c < 0x20 || c > 0x7e)) {
+    throw new DumpError(line, '"key" must be printable ASCII (0x20..0x7E)');
+  }
+  const fingerprint = o['fingerprint'];
+  if (typeof fingerprint !== 'string' || !/^[0-9a-f]{16}$/.test(fingerprint)) {
+    throw new DumpError(line, '"fingerprint" must be 16 lower-case hex digits');
+  }
+  const expiresAt = wholeNumber(o, 'expiresAt', line);
+  let answer: Uint8Array | null = null;
+  if (o['answerBase64'] !== null) {
+    answer = bytesField(o, 'answer', line, ANSWER_HEADER_BYTES, IDEMPOTENCY_ANSWER_BYTES_MAX);
+    const bodyLength = new DataView(answer.buffer, answer.byteOffset).getUint32(15, true);
+    if (bodyLength !== answer.length - ANSWER_HEADER_BYTES) {
+      throw new DumpError(line, '"answerBase64" is not a recorded answer (its body length ' +
+        'does not match)');
+    }
+  }
+  return { tenant, key, fingerprint, expiresAt, answer };
+}
+
 /**
  * A row line, checked against what the machine promises of every row (assembly/snapshot.ts
  * `rowOk`): a version in 1..lastVersion, an update time no later than lastTimeMs, a
@@ -279,9 +323,12 @@ export function readRow(o: Obj, line: number, header: DumpHeader): RowLine {
 export function readEnd(o: Obj, line: number, header: DumpHeader): void {
   expectKind(o, 'end', line, 'the end line');
   const tenants = wholeNumber(o, 'tenants', line);
+  const records = wholeNumber(o, 'idempotencyRecords', line);
   const rows = wholeNumber(o, 'rows', line);
-  if (tenants !== header.tenantCount || rows !== header.rowCount) {
-    throw new DumpError(line, `the end line counts ${tenants} tenants and ${rows} rows; ` +
-      `the header announced ${header.tenantCount} and ${header.rowCount}`);
+  if (tenants !== header.tenantCount || rows !== header.rowCount ||
+    records !== header.idempotencyRecords) {
+    throw new DumpError(line, `the end line counts ${tenants} tenants, ${records} ` +
+      `idempotency records and ${rows} rows; the header announced ${header.tenantCount}, ` +
+      `${header.idempotencyRecords} and ${header.rowCount}`);
   }
 }

@@ -15,7 +15,7 @@ import { LegacySnapshotSkipper } from '../node/envelope.js';
 import type { DataDir } from '../replay/data-dir.js';
 import { Replayer, ReplayError } from '../replay/replay.js';
 import {
-  endLine, headerLine, rowLine, tenantField, tenantLine,
+  endLine, headerLine, idempotencyLine, rowLine, tenantField, tenantLine,
 } from './dump-format.js';
 import { SnapshotItems } from './snapshot-items.js';
 
@@ -46,6 +46,14 @@ export async function* dumpText(chunks: AsyncIterable<Uint8Array>, facts: DumpFa
     exportedAt: facts.exportedAt ?? new Date() });
   const tenantFields = head.tenants.map((t) => tenantField(t.name));
   for (const tenant of head.tenants) batch += tenantLine(tenant);
+  for (const record of head.idempotency) {
+    batch += idempotencyLine(record);
+    if (batch.length >= DUMP_BATCH_CHARS) {
+      yield batch;
+      batch = '';
+      await nextTurn();
+    }
+  }
   let rows = 0;
   for await (const row of items.rows()) {
     batch += rowLine(tenantFields[row.tenantId]!, row);
@@ -56,7 +64,7 @@ export async function* dumpText(chunks: AsyncIterable<Uint8Array>, facts: DumpFa
       await nextTurn();
     }
   }
-  yield batch + endLine(head.tenants.length, rows);
+  yield batch + endLine(head.tenants.length, head.idempotency.length, rows);
 }
 
 /** The machine's bytes of a stored snapshot (an earlier release's prefix skipped). */

@@ -18,16 +18,19 @@ import { mkdir, readdir, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { bootstrapConfiguration } from '../core/raft/configuration.js';
 import type { SnapshotMeta } from '../core/raft/types.js';
-import { FORMAT_VERSION, SNAPSHOT_MAGIC } from '../machine/abi.js';
+import { FORMAT_VERSION, IDEMPOTENCY_BYTES_MAX, SNAPSHOT_MAGIC } from '../machine/abi.js';
 import type { QuotaSettings } from '../machine/commands.js';
 import { StateMachine } from '../machine/state-machine.js';
 import { lockDataDir } from '../node/data-lock.js';
 import { FileStorage } from '../storage/file-storage.js';
 import { fsyncDirectory } from '../storage/wal.js';
 import {
-  DumpError, type DumpHeader, parseLine, readEnd, readHeader, readRow, readTenant, type RowLine,
+  DumpError, type DumpHeader, parseLine, readEnd, readHeader, readIdempotency, readRow,
+  readTenant, type RowLine,
 } from './dump-format.js';
-import { EXPIRES_NEVER_RAW, ROW_HEADER_BYTES, SNAPSHOT_ROW_BYTES_MAX } from './snapshot-items.js';
+import {
+  EXPIRES_NEVER_RAW, type IdempotencyRecord, ROW_HEADER_BYTES, SNAPSHOT_ROW_BYTES_MAX,
+} from './snapshot-items.js';
 import { openMachineSnapshot } from './export.js';
 
 /** The target directory cannot take an import. */
@@ -114,10 +117,23 @@ function tenantBytes(name: Uint8Array, quota: QuotaSettings | null): Uint8Array 
     .i64(limitOf(quota.maxWritesPerSec)).done();
 }
 
-/** After the tenants: an empty dedup table, no idempotency records, the row count. */
-function sectionsAndCount(rowCount: number): Uint8Array {
-  return new Bytes().u32(4).u32(0).u32(4).u32(0).i64(BigInt(rowCount)).done();
+/** One idempotency record as the section holds it (docs/codec.md). */
+function recordBytes(record: IdempotencyRecord): Uint8Array {
+  const b = new Bytes().str(record.tenant).str(record.key)
+    .i64(BigInt.asIntN(64, BigInt(`0x${record.fingerprint}`))).i64(BigInt(record.expiresAt));
+  return (record.answer === null ? b.u8(0) : b.u8(1).str(record.answer)).done();
 }
+
+/** After the tenants: an empty dedup table, the idempotency records, the row count. */
+function sectionsAndCount(records: readonly Uint8Array[], rowCount: number): Uint8Array {
+  const recordsLength = records.reduce((sum, r) => sum + r.length, 0);
+  const b = new Bytes().u32(4).u32(0).u32(4 + recordsLength).u32(records.length);
+  for (const record of records) b.push(record);
+  return b.i64(BigInt(rowCount)).done();
+}
+
+/** Idempotency record bytes an import gathers at most (the machine keeps at most half). */
+const RECORD_BYTES_MAX = 2 * IDEMPOTENCY_BYTES_MAX;
 
 /** The store key: tenant id (u32 big-endian), namespace, a zero byte, key. */
 function storeKeyOf(tenantId: number, row: RowLine): Uint8Array {
@@ -157,6 +173,11 @@ export class DumpRestorer {
   private header: DumpHeader | null = null;
   /** Tenant names (as latin1 of their bytes) to their ids: their place in the table. */
   private readonly tenantIds = new Map<string, number>();
+  private records: Uint8Array[] = [];
+  private recordsRead = 0;
+  private recordBytes = 0;
+  private readonly recordKeys = new Set<string>();
+  private sectionsFed = false;
   private rows = 0;
   private ended = false;
   private previousKey: Uint8Array | null = null;
@@ -189,11 +210,11 @@ export class DumpRestorer {
     if (header === null) {
       this.header = readHeader(o, line);
       this.feed(snapshotHead(this.header), 'the header');
-      if (this.header.tenantCount === 0) {
-        this.feed(sectionsAndCount(this.header.rowCount), 'the header');
-      }
+      this.feedSectionsOnceDue(this.header);
     } else if (this.tenantIds.size < header.tenantCount) {
       this.takeTenant(o, line, header);
+    } else if (this.recordsRead < header.idempotencyRecords) {
+      this.takeRecord(o, line, header);
     } else if (this.rows < header.rowCount) {
       this.takeRow(o, line, header);
     } else {
@@ -208,9 +229,34 @@ export class DumpRestorer {
     if (this.tenantIds.has(name)) throw new DumpError(line, 'a tenant listed twice');
     this.tenantIds.set(name, this.tenantIds.size);
     this.feed(tenantBytes(tenant.name, tenant.quota), 'the tenant');
-    if (this.tenantIds.size === header.tenantCount) {
-      this.feed(sectionsAndCount(header.rowCount), 'the tenant table');
+    this.feedSectionsOnceDue(header);
+  }
+
+  private takeRecord(o: Record<string, unknown>, line: number, header: DumpHeader): void {
+    const record = readIdempotency(o, line);
+    const id = `${Buffer.from(record.tenant).toString('latin1')}\0` +
+      Buffer.from(record.key).toString('latin1');
+    if (this.recordKeys.has(id)) {
+      throw new DumpError(line, 'an idempotency record for a tenant and key listed twice');
     }
+    this.recordKeys.add(id);
+    const bytes = recordBytes(record);
+    this.recordBytes += bytes.length;
+    if (this.recordBytes > RECORD_BYTES_MAX) {
+      throw new DumpError(line, `the idempotency records pass ${RECORD_BYTES_MAX} bytes`);
+    }
+    this.records.push(bytes);
+    this.recordsRead++;
+    this.feedSectionsOnceDue(header);
+  }
+
+  /** Feeds the sections between the tenant table and the rows once all they hold is read. */
+  private feedSectionsOnceDue(header: DumpHeader): void {
+    if (this.sectionsFed || this.tenantIds.size < header.tenantCount ||
+      this.recordsRead < header.idempotencyRecords) return;
+    this.sectionsFed = true;
+    this.feed(sectionsAndCount(this.records, header.rowCount), 'the idempotency records');
+    this.records = [];
   }
 
   private takeRow(o: Record<string, unknown>, line: number, header: DumpHeader): void {

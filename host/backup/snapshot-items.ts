@@ -1,10 +1,11 @@
 /**
  * Reads a machine snapshot (docs/codec.md, "Snapshot") on the host, as it streams in chunks:
  * its header, its tenant table with the quota rows, and then its rows one at a time, each
- * decoded into tenant, namespace, key, value, version, expiry and update time. The dedup
- * table and the idempotency records are skipped (a dump does not carry them; docs/backup.md).
+ * decoded into tenant, namespace, key, value, version, expiry and update time, and the
+ * idempotency records. The dedup table is skipped (a dump does not carry it; docs/backup.md).
  *
- * Bounded: at most one row (a few MiB) and one chunk are held at a time. Pure apart from
+ * Bounded: one row (a few MiB), one chunk and the idempotency section (which the machine
+ * bounds, IDEMPOTENCY_BYTES_MAX) are held at a time. Pure apart from
  * pulling chunks. Throws SnapshotItemsError when the bytes are not a snapshot the machine
  * wrote (the machine checked them when it wrote them; this is a guard, not a validator).
  */
@@ -35,9 +36,21 @@ export interface SnapshotHead {
   readonly paused: boolean;
   /** In table order: a row's tenant id is its position here. */
   readonly tenants: readonly SnapshotTenant[];
-  /** Idempotency records the snapshot holds (not exported). */
-  readonly idempotencyRecords: number;
+  /** The idempotency records, oldest first (insertion order). */
+  readonly idempotency: readonly IdempotencyRecord[];
   readonly rowCount: number;
+}
+
+/** A recorded answer to a keyed write call (docs/codec.md, "Idempotency records"). */
+export interface IdempotencyRecord {
+  readonly tenant: Uint8Array;
+  /** 1 to 255 bytes of 0x20..0x7E. */
+  readonly key: Uint8Array;
+  /** The call's fingerprint, u64 as 16 hex digits (little-endian bytes read as a number). */
+  readonly fingerprint: string;
+  readonly expiresAt: number;
+  /** The answer as recorded (header and body), or null when it was not kept. */
+  readonly answer: Uint8Array | null;
 }
 
 export interface SnapshotTenant {
@@ -148,17 +161,44 @@ async function readTenant(feed: ChunkFeed): Promise<SnapshotTenant> {
   } };
 }
 
-/** A u32-length-prefixed section, skipped; returns its first u32 (a record count) or 0. */
-async function skipSection(feed: ChunkFeed, what: string): Promise<number> {
+/** A u32-length-prefixed section, skipped. */
+async function skipSection(feed: ChunkFeed, what: string): Promise<void> {
   const length = view(await feed.take(4, what)).getUint32(0, true);
   if (length > SECTION_BYTES_MAX) throw new SnapshotItemsError(`${what} too long`);
-  if (length < 4) {
-    await feed.skip(length, what);
-    return 0;
+  await feed.skip(length, what);
+}
+
+/** Reads a u32-length-prefixed byte string at `at` of `v`; returns it and the next offset. */
+function lengthPrefixed(v: DataView, at: number, what: string): [Uint8Array, number] {
+  if (at + 4 > v.byteLength) throw new SnapshotItemsError(`${what} overruns its section`);
+  const length = v.getUint32(at, true);
+  if (at + 4 + length > v.byteLength) throw new SnapshotItemsError(`${what} overruns its section`);
+  return [new Uint8Array(v.buffer, v.byteOffset + at + 4, length).slice(), at + 4 + length];
+}
+
+/** The idempotency section: u32 count, then per record tenant, key, fingerprint, expiry, answer. */
+async function readIdempotency(feed: ChunkFeed): Promise<IdempotencyRecord[]> {
+  const what = 'the idempotency records';
+  const length = view(await feed.take(4, what)).getUint32(0, true);
+  if (length > SECTION_BYTES_MAX || length < 4) throw new SnapshotItemsError(`${what}: bad size`);
+  const v = view(await feed.take(length, what));
+  const count = v.getUint32(0, true);
+  const out: IdempotencyRecord[] = [];
+  let at = 4;
+  for (let i = 0; i < count; i++) {
+    const [tenant, afterTenant] = lengthPrefixed(v, at, 'a record\'s tenant');
+    const [key, afterKey] = lengthPrefixed(v, afterTenant, 'a record\'s key');
+    if (afterKey + 17 > v.byteLength) throw new SnapshotItemsError(`${what}: a record overruns`);
+    const fingerprint = v.getBigUint64(afterKey, true).toString(16).padStart(16, '0');
+    const expiresAt = safe(v.getBigInt64(afterKey + 8, true), 'a record expiry');
+    const hasAnswer = v.getUint8(afterKey + 16);
+    at = afterKey + 17;
+    let answer: Uint8Array | null = null;
+    if (hasAnswer === 1) [answer, at] = lengthPrefixed(v, at, 'a record\'s answer');
+    out.push({ tenant, key, fingerprint, expiresAt, answer });
   }
-  const count = view(await feed.take(4, what)).getUint32(0, true);
-  await feed.skip(length - 4, what);
-  return count;
+  if (at !== length) throw new SnapshotItemsError(`${what}: bytes follow the last record`);
+  return out;
 }
 
 async function readHead(feed: ChunkFeed): Promise<SnapshotHead> {
@@ -179,11 +219,10 @@ async function readHead(feed: ChunkFeed): Promise<SnapshotHead> {
   const tenants: SnapshotTenant[] = [];
   for (let i = 0; i < tenantCount; i++) tenants.push(await readTenant(feed));
   if (formatVersion !== FORMAT_VERSION_NO_DEDUP) await skipSection(feed, 'the dedup table');
-  const idempotencyRecords = formatVersion === FORMAT_VERSION
-    ? await skipSection(feed, 'the idempotency records') : 0;
+  const idempotency = formatVersion === FORMAT_VERSION ? await readIdempotency(feed) : [];
   const rowCount = safe(view(await feed.take(8, 'the row count')).getBigInt64(0, true),
     'the row count');
-  return { formatVersion, index, lastTimeMs, lastVersion, paused, tenants, idempotencyRecords,
+  return { formatVersion, index, lastTimeMs, lastVersion, paused, tenants, idempotency,
     rowCount };
 }
 

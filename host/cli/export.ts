@@ -46,7 +46,8 @@ class StreamCheck {
 
   /** Null when whole, else why not. */
   verdict(): string | null {
-    let header: { tenantCount?: unknown; rowCount?: unknown; kind?: unknown };
+    let header: { tenantCount?: unknown; rowCount?: unknown; idempotencyRecords?: unknown;
+      kind?: unknown };
     let end: { kind?: unknown; tenants?: unknown; rows?: unknown };
     try {
       header = JSON.parse(this.first) as typeof header;
@@ -57,7 +58,8 @@ class StreamCheck {
         'the connection broke)';
     }
     if (header.kind !== 'header' || end.kind !== 'end' || !this.tail.endsWith('\n') ||
-      this.lines !== 2 + Number(header.tenantCount) + Number(header.rowCount)) {
+      this.lines !== 2 + Number(header.tenantCount) + Number(header.idempotencyRecords) +
+        Number(header.rowCount)) {
       return 'the export ended before its end line: it is incomplete (the node stopped or ' +
         'the connection broke)';
     }

@@ -19,7 +19,7 @@ export function streamBody(res: Response, chunks: AsyncIterable<string>,
       if (!res.completed) res.close();
     }
   }
-  res.stream(Readable.from(guarded())).catch((error: unknown) => {
+  res.stream(Readable.from(guarded(), { highWaterMark: 1 })).catch((error: unknown) => {
     onError(error);
     if (!res.completed) res.close();
   });

@@ -41,7 +41,11 @@ async function health(url: string): Promise<Moment> {
 
 const tenantHeader = (i: number) => ({ 'x-queen-tenant': TENANTS[i % TENANTS.length]! });
 
-async function workload(url: string): Promise<void> {
+/** A write call with an Idempotency-Key: its answer is recorded, and travels in a dump. */
+const KEYED_OPS = [{ op: 'put', ns: 'w', key: 'paid-77', value: { paid: true }, forever: true }];
+const KEYED_HEADERS = { ...{ 'x-queen-tenant': TENANTS[2]! }, 'idempotency-key': 'order-77' };
+
+async function workload(url: string): Promise<string> {
   // A quota row for a tenant that never writes: in the tenant table, and in the digest.
   const quotas: Array<[string, unknown]> = [[TENANTS[1]!, { enabled: true, maxRows: 10_000 }],
     [TENANTS[2]!, { enabled: true, maxBytes: 1_000_000, maxWritesPerSec: 500 }],
@@ -63,6 +67,9 @@ async function workload(url: string): Promise<void> {
     const r = await kv(url, ops, tenantHeader(i));
     expect(r.status, r.text).toBe(200);
   }
+  const keyed = await kv(url, KEYED_OPS, KEYED_HEADERS);
+  expect(keyed.status).toBe(200);
+  return keyed.text;
 }
 
 /** Reads whose answers a node serving the imported directory must give byte for byte. */
@@ -101,13 +108,14 @@ describe('export and import', () => {
   let live = { before: 0, after: 0 };
   let end: Moment = { appliedIndex: 0, digest: '' };
   let sourceReads: string[] = [];
+  let keyedAnswer = '';
 
   beforeAll(async () => {
     work = tempDir('backup');
     src = join(work, 'src');
     const node = await startNode({ dataDir: src, env: ENV });
     try {
-      await workload(node.url);
+      keyedAnswer = await workload(node.url);
       // Let the 1 s lifetimes run out: those rows stay, unswept.
       await new Promise((resolve) => setTimeout(resolve, 1100));
       // An export while a writer keeps writing, bounded in count.
@@ -162,6 +170,7 @@ describe('export and import', () => {
     expect({ appliedIndex: h.index, digest: h.digest }).toEqual(end);
     const rows = exported.lines.filter((l) => l.kind === 'row');
     expect(rows.length).toBe(h.rowCount);
+    expect(exported.lines.filter((l) => l.kind === 'idempotency')).toHaveLength(1);
     expect(new Set(rows.map((r) => r.tenant))).toEqual(new Set(TENANTS));
     const spelled = rows.find((r) => r.ns === 'raw');
     expect(spelled.value).toBe('{"n":1.50,"e":1E2,"s":"\\u0000\\ud83d\\ude00é","dup":1,"dup":2}');
@@ -184,6 +193,14 @@ describe('export and import', () => {
       }
       expect(served.appliedIndex).toBeGreaterThan(h.index);
       expect(await reads(node.url)).toEqual(sourceReads);
+      // A client retrying its keyed call after the restore gets the recorded answer.
+      const retry = await kv(node.url, KEYED_OPS, KEYED_HEADERS);
+      expect(retry.status).toBe(200);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(retry.text).toBe(keyedAnswer);
+      const reused = await kv(node.url, [{ op: 'delete', ns: 'w', key: 'paid-77' }],
+        KEYED_HEADERS);
+      expect(reused.status).toBe(422);
       served = await health(node.url);
     } finally {
       expect(await node.stop()).toBe(0);

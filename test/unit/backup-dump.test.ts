@@ -9,6 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { DumpError } from '../../host/backup/dump-format.js';
 import { dumpText } from '../../host/backup/export.js';
 import { DumpRestorer } from '../../host/backup/import.js';
+import { DEFAULT_TENANT } from '../../host/machine/commands.js';
+import { keyedCommand } from '../../host/machine/idempotency.js';
 import { KvMachine } from '../../host/machine/kv-machine.js';
 import { snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
 import { StateMachine } from '../../host/machine/state-machine.js';
@@ -61,7 +63,20 @@ function workload(): KvMachine {
     maxWritesPerSec: null });
   m.advance(5000);
   m.kv([{ op: 'incr', ns: 'rl', key: 'user-7', delta: 1, max: 10, ttlSeconds: 60 }]);
+  keyed(m, 'retry-1', [{ op: 'put', ns: 'a', key: 'paid', value: true, forever: true }]);
+  keyed(m, 'retry-2', [{ op: 'incr', ns: 'rl', key: 'user-7', delta: 1, max: 10,
+    ttlSeconds: 60 }]);
   return m;
+}
+
+/** A write call with an Idempotency-Key, as a node logs it: its answer is recorded. */
+function keyed(m: KvMachine, key: string, operations: unknown[]): void {
+  const parsed = m.machine.parseRequest({ route: 'batch', tenant: DEFAULT_TENANT,
+    body: new TextEncoder().encode(JSON.stringify({ operations })), requireGrant: false });
+  if (parsed.kind === 'refused') throw new Error(parsed.detail);
+  const out = m.machine.apply(m.appliedIndex + 1, m.now,
+    keyedCommand(parsed.command, { key, ttlSeconds: 3600 }));
+  expect(out.kind).toBe('call');
 }
 
 describe('the dump format', () => {
@@ -70,8 +85,12 @@ describe('the dump format', () => {
     const text = await dumpOf(m);
     const lines = text.trim().split('\n').map((l) => JSON.parse(l));
     expect(lines[0]).toMatchObject({ kind: 'header', formatVersion: 1, term: 3,
-      digest: m.digest(), tenantCount: 2, rowCount: 4, paused: false });
-    expect(lines.at(-1)).toEqual({ kind: 'end', tenants: 2, rows: 4 });
+      digest: m.digest(), tenantCount: 2, rowCount: 5, paused: false, idempotencyRecords: 2 });
+    expect(lines.at(-1)).toEqual({ kind: 'end', tenants: 2, idempotencyRecords: 2, rows: 5 });
+    const records = lines.filter((l) => l.kind === 'idempotency');
+    expect(records.map((r) => r.key)).toEqual(['retry-1', 'retry-2']);
+    expect(records[0].fingerprint).toMatch(/^[0-9a-f]{16}$/);
+    expect(Buffer.from(records[0].answerBase64, 'base64').toString()).toContain('"paid"');
     const spelled = lines.find((l) => l.key === 'spelled');
     // The value is the machine's text, as a string (exact spellings: test/integration).
     expect(spelled.value).toBe('{"n":1.5,"e":100,"d":"\\u0000é😀"}');
@@ -118,16 +137,21 @@ describe('the dump format', () => {
     const cut = [...lines.slice(0, 4), lines[4]!.slice(0, 30)];
     expect(refusal(join(cut)).message).toMatch(/^line 5: not JSON/);
     const swapped = [...lines];
-    [swapped[4], swapped[5]] = [swapped[5]!, swapped[4]!];
-    expect(refusal(join(swapped)).message).toMatch(/^line 6: rows out of order/);
+    // Lines: header, 2 tenants, 2 idempotency records, 5 rows (lines 6 to 10), end.
+    [swapped[6], swapped[7]] = [swapped[7]!, swapped[6]!];
+    expect(refusal(join(swapped)).message).toMatch(/^line 8: rows out of order/);
+    const twice = [...lines.slice(0, 4), lines[3]!, ...lines.slice(5)];
+    expect(refusal(join(twice)).message).toMatch(/^line 5: an idempotency record .* twice/);
+    const badKey = lines.map((l, i) => i === 4 ? l.replace('"key":"retry-2"', '"key":"é"') : l);
+    expect(refusal(join(badKey)).message).toMatch(/^line 5: "key" must be printable ASCII/);
     const edited = lines.map((l) => l.replace('"value":"\\"x\\""', '"value":"\\"y\\""'));
     expect(edited).not.toEqual(lines);
     expect(refusal(join(edited)).message).toMatch(/the dump was changed or damaged/);
     const notJsonValue = lines.map((l) => l.replace('"value":"\\"x\\""', '"value":"x"'));
     expect(refusal(join(notJsonValue)).message).toMatch(/"value" must be the JSON text/);
-    const future = lines.map((l, i) => i === 3 ? l.replace(/"version":\d+/, '"version":999')
+    const future = lines.map((l, i) => i === 5 ? l.replace(/"version":\d+/, '"version":999')
       : l);
-    expect(refusal(join(future)).message).toMatch(/^line 4: "version" 999 is past/);
+    expect(refusal(join(future)).message).toMatch(/^line 6: "version" 999 is past/);
     const version2 = lines.map((l, i) => i === 0 ? l.replace('"formatVersion":1',
       '"formatVersion":2') : l);
     expect(refusal(join(version2)).message).toMatch(/^line 1: dump format version 2/);
