@@ -22,6 +22,14 @@ async function writeOut(text: string | Uint8Array): Promise<void> {
   if (!process.stdout.write(text)) await once(process.stdout, 'drain');
 }
 
+/** A reader that went away (`hivekv export ... | head`) ends the export quietly, status 2. */
+function quietOnClosedPipe(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(EXIT_ERROR);
+  });
+}
+
 async function fromData(dir: string, at: number | undefined): Promise<number> {
   const data = await DataDir.open(dir);
   const dump = await exportDataDir(data, at);
@@ -106,6 +114,7 @@ async function fromNode(url: string, token: string | undefined): Promise<number>
 }
 
 async function exportAction(options: Options): Promise<number> {
+  quietOnClosedPipe();
   const dir = options['data'];
   const url = options['url'];
   if ((dir === undefined) === (url === undefined)) {
