@@ -5,15 +5,18 @@
  * writing: its header's index and digest must be what `hivekv replay --to INDEX` of the
  * node's directory gives. `hivekv export --data` then `hivekv import` must give a directory
  * whose state has the same digest, and a node serving it must answer the same reads.
- * Malformed dumps and a non-empty target are refused, and nothing is written.
+ * Malformed dumps and a non-empty target are refused, and nothing is written. On a
+ * three-node cluster a follower's export equals the leader's, and a new cluster seeded from
+ * it (import into its first member, then `members add` and `promote` a second) serves it.
  */
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  call, kv, removeDir, startNode, tempDir, UNLIMITED_RATES,
-} from '../helpers/node-process.js';
+import { agreedLeader, memberPorts, peersFlag, waitFor } from '../helpers/cluster.js';
 import { hivekv } from '../helpers/hivekv-cli.js';
+import {
+  call, freePort, kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
+} from '../helpers/node-process.js';
 
 const TENANTS = ['00000000-0000-0000-0000-000000000001', 'aaaaaaaa-0000-4000-8000-000000000001',
   'bbbbbbbb-0000-4000-8000-000000000002'];
@@ -269,4 +272,77 @@ describe('export and import', () => {
     expect(run.stderr).toContain('at byte offset 24:');
     expect(run.stdout).toBe('');
   });
+});
+
+describe('export from a cluster, and a cluster seeded from a dump', () => {
+  const CLUSTER_ENV = { ...UNLIMITED_RATES, QUEEN_KV_EXPIRE_EVERY_MS: '3600000',
+    HIVEKV_CLUSTER_SECRET: 'backup-test-cluster-secret' };
+  const nodes: NodeProcess[] = [];
+  let work = '';
+
+  afterAll(async () => {
+    for (const node of nodes) await node.kill();
+    removeDir(work);
+  });
+
+  it('a follower and the leader export the same state; a seeded cluster serves it', async () => {
+    work = tempDir('backup-cluster');
+    const members = await memberPorts(3);
+    for (const m of members) {
+      nodes.push(await startNode({ dataDir: join(work, m.id), env: CLUSTER_ENV,
+        args: ['--id', m.id, '--peers', peersFlag(members)] }));
+    }
+    const leader = await agreedLeader(nodes);
+    for (let i = 0; i < 30; i++) {
+      const r = await kv(nodes[i % 3]!.url, [{ op: 'put', ns: 'c', key: `k${i % 7}`,
+        value: { i }, ...(i % 4 === 0 ? { ttlSeconds: 3600 } : { forever: true }) },
+      { op: 'incr', ns: 'c', key: 'n', delta: 1, forever: true }]);
+      expect(r.status).toBe(200);
+    }
+    await waitFor('every replica at one applied index', 20_000, async () => {
+      const hs = await Promise.all(nodes.map((n) => call(n.url, 'GET', '/health')));
+      return new Set(hs.map((h) => h.body.appliedIndex)).size === 1 ? true : undefined;
+    });
+    const leaderNode = nodes[members.findIndex((m) => m.id === leader)]!;
+    const follower = nodes.find((n) => n !== leaderNode)!;
+    const fromFollower = await hivekv(['export', '--url', follower.url]);
+    const fromLeader = await hivekv(['export', '--url', leaderNode.url]);
+    expect(fromFollower.code, fromFollower.stderr).toBe(0);
+    expect(fromLeader.code, fromLeader.stderr).toBe(0);
+    const [fh, ...fRest] = fromFollower.lines;
+    const [lh, ...lRest] = fromLeader.lines;
+    expect({ index: fh.index, digest: fh.digest }).toEqual({ index: lh.index,
+      digest: lh.digest });
+    expect(fRest).toEqual(lRest);
+    expect((await call(leaderNode.url, 'GET', '/health')).body.digest).toBe(lh.digest);
+
+    // Seed a new cluster: import into its first member, start it alone with a peer link,
+    // then add a second member that catches up from the imported snapshot.
+    const dumpPath = join(work, 'cluster.ndjson');
+    writeFileSync(dumpPath, fromFollower.stdout);
+    const imported = await hivekv(['import', '--data', join(work, 's1'), '--id', 's1'],
+      dumpPath);
+    expect(imported.code, imported.stderr).toBe(0);
+    const [p1, p2] = [await freePort(), await freePort()];
+    const seededEnv = { ...CLUSTER_ENV, HIVEKV_CLUSTER_ID: 'backup-seeded' };
+    const s1 = await startNode({ dataDir: join(work, 's1'), env: seededEnv,
+      args: ['--id', 's1', '--peers', `s1=127.0.0.1:${p1}`] });
+    nodes.push(s1);
+    const s2 = await startNode({ dataDir: join(work, 's2'), env: seededEnv,
+      args: ['--id', 's2', '--peer-listen', `127.0.0.1:${p2}`, '--join'] });
+    nodes.push(s2);
+    const added = await hivekv(['members', 'add', 's2', `127.0.0.1:${p2}`, '--url', s1.url]);
+    expect(added.code, added.stderr).toBe(0);
+    const promoted = await hivekv(['members', 'promote', 's2', '--wait', '20', '--url',
+      s1.url]);
+    expect(promoted.code, promoted.stderr).toBe(0);
+    const seeded = await waitFor('s2 caught up with s1', 20_000, async () => {
+      const [a, b] = await Promise.all([s1, s2].map((n) => call(n.url, 'GET', '/health')));
+      return a!.body.appliedIndex === b!.body.appliedIndex ? [a!.body, b!.body] : undefined;
+    });
+    expect(seeded[0].digest).toBe(seeded[1].digest);
+    const read = [{ op: 'getMany', ns: 'c', keys: ['k0', 'k3', 'k6', 'n'] }];
+    const original = await kv(leaderNode.url, read);
+    expect((await kv(s2.url, read)).text).toBe(original.text);
+  }, 90_000);
 });
