@@ -169,6 +169,15 @@ describe('export and import', () => {
     const dumpPath = join(work, 'data.ndjson');
     writeFileSync(dumpPath, exported.stdout);
     const h = header(dumpPath);
+    // --out writes the same dump durably and says what it holds.
+    const outPath = join(work, 'out.ndjson');
+    const toFile = await hivekv(['export', '--data', src, '--out', outPath]);
+    expect(toFile.code, toFile.stderr).toBe(0);
+    expect(toFile.lines[0]).toMatchObject({ out: outPath, index: h.index, digest: h.digest,
+      rows: h.rowCount });
+    const withoutTime = (text: string) => text.replace(/"exportedAt":"[^"]*"/, '');
+    expect(withoutTime(readFileSync(outPath, 'utf8'))).toBe(withoutTime(exported.stdout));
+    expect(existsSync(`${outPath}.partial`)).toBe(false);
     // The node was idle at the end: the log's last index is the one it reported.
     expect({ appliedIndex: h.index, digest: h.digest }).toEqual(end);
     const rows = exported.lines.filter((l) => l.kind === 'row');
@@ -266,11 +275,16 @@ describe('export and import', () => {
     // The segment header is 24 bytes; the first record's header is damaged, valid ones follow.
     bytes[24 + 2] = bytes[24 + 2]! ^ 0xff;
     writeFileSync(path, bytes);
-    const run = await hivekv(['export', '--data', copy]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain(path);
-    expect(run.stderr).toContain('at byte offset 24:');
-    expect(run.stdout).toBe('');
+    const outPath = join(work, 'damaged.ndjson');
+    for (const out of [[], ['--out', outPath]]) {
+      const run = await hivekv(['export', '--data', copy, ...out]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(path);
+      expect(run.stderr).toContain('at byte offset 24:');
+      expect(run.stdout).toBe('');
+    }
+    expect(existsSync(outPath)).toBe(false);
+    expect(existsSync(`${outPath}.partial`)).toBe(false);
   });
 });
 
