@@ -126,7 +126,7 @@ export function writeDigestRecount(): void {
   tree.seekFirst();
   while (tree.curLeaf != null) {
     let r = tree.current();
-    rowSum += rowHash(unchecked(tenants[rowTenant(r)]).nameBytes, r);
+    rowSum += rowHash(unchecked(tenants[rowTenant(r)]).digestSeed, r);
     tree.advance();
   }
   let quotaSum: u64 = 0;

@@ -11,7 +11,7 @@ import {
 } from './row';
 import { Tree, Node } from './tree';
 import { retireRow, retireBytes } from './preimages';
-import { rowHash, quotaHash } from './digest';
+import { rowHash, rowHashSeed, quotaHash } from './digest';
 
 /** Heap entries beyond twice the TTL rows (plus this slack) trigger a compaction. */
 const HEAP_SLACK_ENTRIES: i32 = 4096;
@@ -46,9 +46,12 @@ export class Tenant {
   /** Sum over those rows of user-key UTF-8 bytes + value JSON bytes. */
   bytes: i64 = 0;
   quota: Quota | null = null;
+  /** The start of each of its rows' digest hashes (digest.ts `rowHashSeed`). */
+  digestSeed: u64;
   constructor(name: string) {
     this.name = name;
     this.nameBytes = String.UTF8.encode(name);
+    this.digestSeed = rowHashSeed(this.nameBytes);
   }
 }
 
@@ -131,7 +134,7 @@ function account(r: Row, sign: i64): void {
   t.bytes += sign * rowUsageBytes(r);
   stateBytesTotal += sign * rowFootprint(rowKeyLen(r), rowValueLen(r));
   rowBufferBytesTotal += sign * <i64>r.byteLength;
-  rowDigestSum += <u64>sign * rowHash(t.nameBytes, r);
+  rowDigestSum += <u64>sign * rowHash(t.digestSeed, r);
   if (rowExpiresAt(r) != EXPIRES_NEVER) ttlRows += <i32>sign;
 }
 
@@ -340,7 +343,7 @@ export function resetState(
     tn.bytes += rowUsageBytes(r);
     stateBytesTotal += rowFootprint(rowKeyLen(r), rowValueLen(r));
     rowBufferBytesTotal += <i64>r.byteLength;
-    rowDigestSum += rowHash(tn.nameBytes, r);
+    rowDigestSum += rowHash(tn.digestSeed, r);
     if (rowExpiresAt(r) != EXPIRES_NEVER) {
       ttlRows++;
       entries.push(r);

@@ -377,9 +377,9 @@ export class ReferenceModel {
     let rowSum = 0n;
     for (const r of this.rows.values()) {
       const h = new Fnv().words(utf8(r.tenant)).byte(0xff)
-        .words(Buffer.concat([utf8(r.ns), Uint8Array.of(0), utf8(r.key)])).byte(0xff)
-        .words(utf8(r.valueJson)).u64(r.version)
-        .u64(r.expiresAtMs ?? -1).u64(r.updatedAtMs);
+        .packed(Buffer.concat([utf8(r.ns), Uint8Array.of(0), utf8(r.key)])).byte(0xff)
+        .packed(utf8(r.valueJson)).word(r.version)
+        .word(r.expiresAtMs ?? -1).word(r.updatedAtMs);
       rowSum = (rowSum + mix(h.value())) & MASK64;
     }
     let quotaSum = 0n;
@@ -441,6 +441,32 @@ class Fnv {
       this.lo = Number(h & 0xffffffffn);
     }
     for (let i = whole; i < buf.length; i++) this.byte(buf[i]!);
+    return this;
+  }
+
+  /**
+   * Whole 8-byte little-endian words, then the 1 to 7 bytes left as one word: the bytes
+   * little-endian with their count in the top byte.
+   */
+  packed(buf: Uint8Array): this {
+    const whole = buf.length - (buf.length % 8);
+    this.words(buf.subarray(0, whole));
+    const tail = buf.length - whole;
+    if (tail === 0) return this;
+    let w = BigInt(tail) << 56n;
+    for (let j = 0; j < tail; j++) w |= BigInt(buf[whole + j]!) << BigInt(j * 8);
+    return this.wordBig(w);
+  }
+
+  /** A safe integer or -1 as one word step: h = (h ^ v) * prime. */
+  word(v: number): this {
+    return this.wordBig(BigInt(v) & MASK64);
+  }
+
+  private wordBig(v: bigint): this {
+    const h = ((this.value() ^ v) * FNV_PRIME_BIG) & MASK64;
+    this.hi = Number(h >> 32n);
+    this.lo = Number(h & 0xffffffffn);
     return this;
   }
 
