@@ -449,9 +449,17 @@ export class TreeBuilder {
   }
 }
 
-/** Keeps an open-bound node's prefix shared by every key it holds, `row` included. */
+/**
+ * Keeps an open-bound node's prefix shared by every key it holds, `row` included. An empty
+ * node starts over at 0: the offset it kept from the keys deletes took out of it (a restored
+ * leaf of one key has the whole key as its prefix) need not be shared by the key coming in.
+ */
 function admit(node: Node, row: Row): void {
-  if (!node.openBound || usedOf(node) == 0) return;
+  if (!node.openBound) return;
+  if (usedOf(node) == 0) {
+    node.hintOff = 0;
+    return;
+  }
   let shared = keyPrefix(unchecked(node.rows[0]), row);
   if (shared >= node.hintOff) return;
   node.hintOff = shared;

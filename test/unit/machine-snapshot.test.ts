@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { StateMachine } from '../../host/machine/state-machine.js';
 import { restoreFromBytes, snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
 import { FORMAT_VERSION, FORMAT_VERSION_NO_DEDUP } from '../../host/machine/abi.js';
-import { Harness, NS, del, get, put, quotaOf } from '../model/machine-harness.js';
+import {
+  Harness, NS, del, get, getPrefix, put, quotaOf,
+} from '../model/machine-harness.js';
 import { rowCapacity } from '../model/reference-model.js';
 
 const ROW_HEADER = 32;
@@ -70,6 +72,34 @@ describe('the state byte total', () => {
     expect(restored.m.memoryUse().stateBytes).toBe(0);
     expect(restored.m.appliedIndex).toBe(0);
     expect(restored.m.liveKeyCount()).toBe(0);
+  });
+});
+
+describe('a restored tree', () => {
+  it('orders new keys in a leaf its deletes emptied, as a tree never restored does', () => {
+    // A restored leaf of one key takes the whole key as its shared prefix; once a delete
+    // empties it, a shorter key and a longer one must still land in order. They once did
+    // not: the longer key was compared past the end of the shorter one's (with its value's
+    // first byte, 'n' of null, which sorts after 'k'), and the two keys became three rows.
+    const live = new Harness();
+    live.one(put('kk', '1'));
+    const restored = new Harness();
+    restoreFromBytes(restored.m, snapshotToBytes(live.m));
+    restored.index = live.index;
+    for (const h of [live, restored]) {
+      h.one(del('kk'));
+      h.one(put('k', 'null'));
+      h.one(put('kk', '3'));
+      h.one(put('k', '4'));
+      h.one(put('kkk', '5'));
+      h.one(put('j', '6'));
+    }
+    expect(restored.m.liveKeyCount()).toBe(4);
+    expect(restored.m.digest()).toBe(live.m.digest());
+    expect(restored.m.recountDigest()).toBe(live.m.digest());
+    const page = restored.ok([getPrefix('k')])[0]!;
+    expect(page.kind === 'getPrefix' ? page.rows.map((r) => [r.key, r.valueJson]) : page)
+      .toEqual([['k', '4'], ['kk', '3'], ['kkk', '5']]);
   });
 });
 
