@@ -124,8 +124,14 @@ interface Exports {
 
 let compiled: WasmModule | null = null;
 
-/** The wasm file, found by walking up from this module to the package root. */
+/**
+ * The wasm file, found by walking up from this module to the package root; or
+ * HIVEKV_WASM_PATH, for benchmarks only (another build of the machine measured side by side:
+ * replicas running different modules would diverge).
+ */
 export function wasmPath(): string {
+  const benchmarkOverride = process.env['HIVEKV_WASM_PATH'];
+  if (benchmarkOverride !== undefined && benchmarkOverride !== '') return benchmarkOverride;
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < PACKAGE_ROOT_SEARCH_DEPTH; i++) {
     if (existsSync(join(dir, 'package.json'))) return join(dir, 'build', 'hivekv.wasm');

@@ -31,6 +31,7 @@ import { operatorDeps } from './operator-views.js';
 import { registerPeerMetrics } from './peer-metrics.js';
 import { RAFT_FRAME_SETTINGS, Replica, type ReplicaOptions } from './replica.js';
 import { realScheduler } from './scheduler.js';
+import { StartupTimeline } from './startup-timeline.js';
 
 /** Election timeout in ticks; with the default 50 ms tick, 500 to 1000 ms. */
 const ELECTION_TICKS = 10;
@@ -123,6 +124,7 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
 
 /** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
 export async function serve(config: NodeConfig): Promise<void> {
+  const startup = new StartupTimeline('process started');
   const logger = createLogger(config.logLevel);
   const dataDir = resolve(config.dataDir);
   await assertPortFree(config.host, config.port);
@@ -140,8 +142,10 @@ export async function serve(config: NodeConfig): Promise<void> {
   const storage = new FileStorage(join(dataDir), {
     minFreeBytes: config.minFreeBytes,
     onFsyncSeconds: (seconds) => metrics.observeFsync(seconds),
+    onRecoverPhase: startup.mark,
   });
   const machine = StateMachine.create();
+  startup.mark('wasm instantiated');
   const transport = buildTransport(config, clusterId.id, tls, logger);
   if (transport instanceof WsTransport) registerPeerMetrics(metrics.registry, transport.stats);
   // The status table asks the replica for members and health only once both exist.
@@ -154,7 +158,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
     onSnapshot: (event) => logger.info({ index: event.index, bytes: event.dataBytes,
-      ms: event.ms }, `snapshot ${event.kind}`) });
+      ms: event.ms }, `snapshot ${event.kind}`), onStartPhase: startup.mark });
   await replica.start();
   const http = await startHttpServer({
     service: replica,
@@ -167,6 +171,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     logger,
     operator: operatorDeps(config, replica, machine, cluster),
   }, config.host, config.port);
+  startup.mark('listening');
   const url = advertisedUrl(config, http.port, hostname());
   cluster.start(url);
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
@@ -175,7 +180,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
     peers: config.peers.length, join: config.join, url, console: `${url}/console`,
-    clusterId: clusterId.id, tls: config.tls !== null }, 'serving');
+    clusterId: clusterId.id, tls: config.tls !== null, startup: startup.toJSON() }, 'serving');
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

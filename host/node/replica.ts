@@ -123,6 +123,8 @@ export interface ReplicaDeps {
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
   readonly onSnapshot?: (event: SnapshotEvent) => void;
+  /** Called as `start()` ends a phase ('snapshot restored', 'log applied'): start-up timing. */
+  readonly onStartPhase?: (phase: string) => void;
 }
 
 /**
@@ -294,6 +296,7 @@ export class Replica implements KvService, MembersService {
       const startMs = this.deps.scheduler.nowMs();
       await this.restoreSnapshot(recovered.snapshot);
       this.noteSnapshot('restored', recovered.snapshot, startMs);
+      this.deps.onStartPhase?.('snapshot restored');
     }
     const last = recovered.entries.at(-1);
     this.lastWritten = last !== undefined ? { index: last.index, term: last.term }
@@ -318,6 +321,7 @@ export class Replica implements KvService, MembersService {
       snapshotDataBytes: recovered.snapshot?.dataBytes ?? null,
       entries: recovered.entries,
     });
+    this.deps.onStartPhase?.('raft log loaded');
     this.membership.syncPeers();
     await this.deps.transport.start((from, frame) => this.onFrame(from, frame));
     this.state = 'running';
@@ -325,6 +329,7 @@ export class Replica implements KvService, MembersService {
     this.scheduleSweep();
     this.core.tick();
     this.pump();
+    this.deps.onStartPhase?.('log applied');
   }
 
   // ---------------------------------------------------------------- KvService

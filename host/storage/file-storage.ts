@@ -66,6 +66,8 @@ export interface FileStorageOptions {
   readonly onFsyncSeconds?: FsyncObserver;
   /** Zero-fill WAL segments ahead of need (default true); false only for tests of layouts. */
   readonly preallocate?: boolean;
+  /** Called as `recover()` ends a phase ('snapshot verified', 'log read'): start-up timing. */
+  readonly onRecoverPhase?: (phase: string) => void;
 }
 
 /** The snapshot recovery starts from, and the damaged newer one it fell back from, if any. */
@@ -89,6 +91,7 @@ export class FileStorage implements Storage {
   private readonly snapDir: string;
   private readonly minFreeBytes: number;
   private readonly observe: FsyncObserver | undefined;
+  private readonly onRecoverPhase: ((phase: string) => void) | undefined;
   private phase: Phase = 'new';
   /** The first I/O failure; once set, every call is refused. */
   private failure: unknown = null;
@@ -111,6 +114,7 @@ export class FileStorage implements Storage {
     this.walDir = join(dir, 'wal');
     this.snapDir = join(dir, 'snap');
     this.observe = options.onFsyncSeconds;
+    this.onRecoverPhase = options.onRecoverPhase;
     this.minFreeBytes = options.minFreeBytes ?? MIN_FREE_BYTES_DEFAULT;
     assertSafeU64(this.minFreeBytes, 'minFreeBytes');
     this.wal = new Wal(this.walDir, options.segmentBytesMax ?? SEGMENT_BYTES_DEFAULT, this.observe,
@@ -131,7 +135,9 @@ export class FileStorage implements Storage {
       await removeHardStateTemp(this.dir);
       const stored = (await readHardStateFile(this.dir)) ?? EMPTY_HARD_STATE;
       const { snapshot, fallback } = await this.chooseSnapshot();
+      this.onRecoverPhase?.('snapshot verified');
       const log = await this.recoverLog(snapshot, fallback);
+      this.onRecoverPhase?.('log read');
       const snapshotIndex = snapshot?.meta.index ?? 0;
       const commitIndex = Math.max(snapshotIndex, Math.min(stored.commitIndex, log.lastIndex));
       const hardState: HardState = { ...stored, commitIndex };
