@@ -1,16 +1,21 @@
 /**
  * `npm run bench:digest`: what keeping the state digest costs puts, measured side by side.
  * Two modules are compiled from copies of assembly/ (digest-module.ts): `full`, and
- * `nodigest` whose per-row hashes return 0. Then, in rounds that alternate the two (so drift
+ * `nodigest` without the digest upkeep of every write (no row hashes, no digest inputs kept
+ * for checkpoints). Then, in rounds that alternate the two (so drift
  * on a shared machine falls on both alike):
  *   1. machine: a child process per module (HIVEKV_WASM_PATH) loads HIVEKV_BENCH_KEYS keys
  *      (1M) and applies put entries of 1 and of 256 operations through `applyEntries`, as a
  *      node's leader does (its own entries: answers rendered); applied puts/s;
  *   2. node: a real `hivekv serve` per module on a fresh data directory, wrk puts at 64
  *      connections for HIVEKV_BENCH_SECONDS (10); calls/s, and the node's CPU per call.
- * The cost is (nodigest - full) / nodigest of each round's pair; the median is reported.
+ *      Three runs a round: what ships (`full`, a checkpoint every HIVEKV_DIGEST_EVERY entries
+ *      by default), `full` with HIVEKV_DIGEST_EVERY=0, and `nodigest` with it 0.
+ * The cost is the share of throughput lost (or of CPU added) within each round's pair; the
+ * median over the rounds is reported, with every round's figures. The machine part counts
+ * CPU time, not wall time, so other work on a shared machine skews it less.
  *
- * HIVEKV_BENCH_ROUNDS (3), HIVEKV_BENCH_MACHINE_SECONDS (3 per shape), HIVEKV_BENCH_PARTS
+ * HIVEKV_BENCH_ROUNDS (4), HIVEKV_BENCH_MACHINE_SECONDS (2 per shape), HIVEKV_BENCH_PARTS
  * (`machine,node`). Needs wrk for the node part. Everything listens on 127.0.0.1, every run is
  * bounded by its duration, processes are stopped by their PID, temp directories removed.
  * Run it alone (`flock -x` on a shared machine).
@@ -19,7 +24,6 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 
 import type { Entry } from '../host/core/raft/types.js';
@@ -27,14 +31,14 @@ import { encodeCommand } from '../host/machine/codec.js';
 import { DEFAULT_TENANT, type KvOp } from '../host/machine/commands.js';
 import { StateMachine, type AppliedEntrySink } from '../host/machine/state-machine.js';
 import { encodeEnvelope, type Origin } from '../host/node/envelope.js';
-import { buildDigestModules } from './digest-module.js';
+import { buildDigestModules, type DigestModules } from './digest-module.js';
 
 const execFileAsync = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const WRK_DIR = join(ROOT, 'bench', 'wrk');
 const KEYS = Number(process.env['HIVEKV_BENCH_KEYS'] ?? '1000000');
-const ROUNDS = Number(process.env['HIVEKV_BENCH_ROUNDS'] ?? '3');
-const MACHINE_SECONDS = Number(process.env['HIVEKV_BENCH_MACHINE_SECONDS'] ?? '3');
+const ROUNDS = Number(process.env['HIVEKV_BENCH_ROUNDS'] ?? '4');
+const MACHINE_SECONDS = Number(process.env['HIVEKV_BENCH_MACHINE_SECONDS'] ?? '2');
 const NODE_SECONDS = Number(process.env['HIVEKV_BENCH_SECONDS'] ?? '10');
 const PARTS = (process.env['HIVEKV_BENCH_PARTS'] ?? 'machine,node').split(',');
 const NODE_KEYS = 100_000;
@@ -62,6 +66,7 @@ function commandOf(ops: KvOp[]): Uint8Array {
 const SINK: AppliedEntrySink = {
   answer: () => undefined, done: () => undefined, admin: () => undefined,
   swept: () => undefined,
+  checkpoint: () => undefined,
   invalid: (index, detail) => {
     throw new Error(`entry ${index} refused: ${detail}`);
   },
@@ -102,13 +107,15 @@ function machineChild(): void {
     const pool = envelopesOf(ops, POOL_OPS / ops, (i) => (i * 7_919_071) % KEYS);
     const perCrossing = Math.max(1, OPS_PER_CROSSING / ops);
     let applied = 0;
+    // CPU time, not wall time: other processes on a shared machine take turns with this one.
+    const cpu0 = process.cpuUsage();
     let busyMs = 0;
     for (let at = 0; busyMs < MACHINE_SECONDS * 1000; at = (at + perCrossing) % pool.length) {
       const batch = pool.slice(at, at + perCrossing);
-      const t0 = performance.now();
       feeder.apply(batch);
-      busyMs += performance.now() - t0;
       applied += batch.length * ops;
+      const cpu = process.cpuUsage(cpu0);
+      busyMs = (cpu.user + cpu.system) / 1000;
     }
     result[`x${ops}`] = applied / (busyMs / 1000);
   }
@@ -190,50 +197,76 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-const pct = (v: number): string => `${(v * 100).toFixed(2)}%`;
+const pct = (v: number): string => `${(v * 100).toFixed(1)}%`;
 const fmt = (v: number): string => Math.round(v).toLocaleString('en-US');
 
-/** Prints each round's pair and the median cost: (nodigest - full) / nodigest. */
-function reportPairs(label: string, pairs: ReadonlyArray<Record<Variant, number>>,
+/**
+ * Prints each round's pair and the median of the paired costs: the share of throughput
+ * `measured` loses against `base` (or, lower being better, the share of CPU it adds).
+ */
+function reportPairs(label: string, pairs: ReadonlyArray<{ base: number; measured: number }>,
   higherIsBetter: boolean, show: (v: number) => string = fmt): void {
-  const costs = pairs.map((p) => higherIsBetter ? (p.nodigest - p.full) / p.nodigest
-    : (p.full - p.nodigest) / p.full);
-  process.stdout.write(`${label}: ${pairs.map((p, i) => `round ${i + 1} full ${show(p.full)} / ` +
-    `nodigest ${show(p.nodigest)} (${pct(costs[i]!)})`).join('; ')}; median cost ` +
-    `${pct(median(costs))}\n`);
+  const costs = pairs.map((p) => higherIsBetter ? (p.base - p.measured) / p.base
+    : (p.measured - p.base) / p.measured);
+  process.stdout.write(`${label}: median ${pct(median(costs))} (rounds: ${pairs.map((p, i) =>
+    `${show(p.measured)} vs ${show(p.base)}, ${pct(costs[i]!)}`).join('; ')})\n`);
+}
+
+/** The node runs: what ships, the same without checkpoints, and no digest upkeep at all. */
+const NODE_VARIANTS = [
+  { name: 'shipped', module: 'full', env: {} },
+  { name: 'no checkpoints', module: 'full', env: { HIVEKV_DIGEST_EVERY: '0' } },
+  { name: 'no digest', module: 'nodigest', env: { HIVEKV_DIGEST_EVERY: '0' } },
+] as const;
+type NodeVariant = (typeof NODE_VARIANTS)[number]['name'];
+
+async function machineRounds(modules: DigestModules): Promise<void> {
+  const rounds: Array<Record<Variant, Record<string, number>>> = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    // Alternate which module goes first, so a trend in the machine's load favours neither.
+    const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
+    const r = {} as Record<Variant, Record<string, number>>;
+    for (const variant of order) r[variant] = await machineRun(modules[variant]);
+    rounds.push(r);
+  }
+  for (const ops of SHAPES) {
+    reportPairs(`machine, applied puts/s per CPU second in entries of ${ops} at ${fmt(KEYS)} ` +
+      'keys, full vs no digest upkeep', rounds.map((r) => ({ base: r.nodigest[`x${ops}`]!,
+      measured: r.full[`x${ops}`]! })), true);
+  }
+}
+
+async function nodeRounds(modules: DigestModules): Promise<void> {
+  const rounds: Array<Record<NodeVariant, NodeFigures>> = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const r = {} as Record<NodeVariant, NodeFigures>;
+    for (let i = 0; i < NODE_VARIANTS.length; i++) {
+      const variant = NODE_VARIANTS[(i + round) % NODE_VARIANTS.length]!;
+      r[variant.name] = await nodeRun(modules[variant.module], variant.env);
+    }
+    rounds.push(r);
+  }
+  const pairs = (measured: NodeVariant, base: NodeVariant, of: keyof NodeFigures) =>
+    rounds.map((r) => ({ base: r[base][of], measured: r[measured][of] }));
+  const us = (v: number): string => v.toFixed(1);
+  reportPairs('node, put calls/s (wrk, 64 connections), shipped vs no digest',
+    pairs('shipped', 'no digest', 'callsPerSec'), true);
+  reportPairs('node, CPU µs per put call, shipped vs no digest',
+    pairs('shipped', 'no digest', 'cpuUsPerCall'), false, us);
+  reportPairs('node, put calls/s, shipped vs no checkpoints',
+    pairs('shipped', 'no checkpoints', 'callsPerSec'), true);
+  reportPairs('node, CPU µs per put call, shipped vs no checkpoints',
+    pairs('shipped', 'no checkpoints', 'cpuUsPerCall'), false, us);
 }
 
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'hivekv-bench-digest-modules-'));
   try {
     const modules = buildDigestModules(ROOT, work);
-    process.stdout.write(`modules compiled in ${work}; ${ROUNDS} rounds, Node ` +
-      `${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}\n`);
-    const machine: Array<Record<Variant, Record<string, number>>> = [];
-    const node: Array<Record<Variant, NodeFigures>> = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      // Alternate which module goes first, so a trend in the machine's load favours neither.
-      const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
-      const m = {} as Record<Variant, Record<string, number>>;
-      const n = {} as Record<Variant, NodeFigures>;
-      for (const variant of order) {
-        if (PARTS.includes('machine')) m[variant] = await machineRun(modules[variant]);
-        if (PARTS.includes('node')) n[variant] = await nodeRun(modules[variant], {});
-      }
-      if (PARTS.includes('machine')) machine.push(m);
-      if (PARTS.includes('node')) node.push(n);
-    }
-    for (const ops of SHAPES) {
-      reportPairs(`machine, puts/s in entries of ${ops} at ${fmt(KEYS)} keys`,
-        machine.map((m) => ({ full: m.full[`x${ops}`]!, nodigest: m.nodigest[`x${ops}`]! })),
-        true);
-    }
-    if (node.length > 0) {
-      reportPairs('node, put calls/s (wrk, 64 connections)', node.map((n) => ({
-        full: n.full.callsPerSec, nodigest: n.nodigest.callsPerSec })), true);
-      reportPairs('node, CPU µs per put call', node.map((n) => ({ full: n.full.cpuUsPerCall,
-        nodigest: n.nodigest.cpuUsPerCall })), false, (v) => v.toFixed(2));
-    }
+    process.stdout.write(`modules compiled; ${ROUNDS} rounds, Node ${process.version}, ` +
+      `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}\n`);
+    if (PARTS.includes('machine')) await machineRounds(modules);
+    if (PARTS.includes('node')) await nodeRounds(modules);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

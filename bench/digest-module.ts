@@ -2,16 +2,30 @@
  * Builds the two modules `npm run bench:digest` measures side by side, from copies of
  * `assembly/` compiled the same way (asc, the release target of asconfig.json) into a
  * temporary directory: `full`, the machine as it is, and `nodigest`, the same source with the
- * per-row and per-quota hashes of the state digest (assembly/digest.ts) returning 0, so the
- * digest upkeep on every write compiles away and nothing else changes. The stubbed source
- * lives only in the temporary directory; nothing here touches the checkout.
+ * digest upkeep of every write taken out: the per-row and per-quota hashes whose wrapping
+ * sums the state keeps (assembly/digest.ts) return 0, and the digest inputs recorded for
+ * checkpoints after every entry (assembly/checkpoints.ts) are not recorded. Nothing else
+ * changes. The stubbed source lives only in the temporary directory; the checkout is never
+ * touched.
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** The hash functions whose results the digest sums (assembly/digest.ts). */
-const HASHES = ['rowHash', 'quotaHash'] as const;
+interface Stub {
+  readonly file: string;
+  readonly name: string;
+  /** The return type, and the body the stub has instead. */
+  readonly returns: string;
+  readonly body: string;
+}
+
+/** What the digest costs on every write; each must be found, or the benchmark is stale. */
+export const DIGEST_STUBS: readonly Stub[] = [
+  { file: 'digest.ts', name: 'rowHash', returns: 'u64', body: 'return 0;' },
+  { file: 'digest.ts', name: 'quotaHash', returns: 'u64', body: 'return 0;' },
+  { file: 'checkpoints.ts', name: 'recordApplied', returns: 'void', body: 'return;' },
+];
 const COMPILE_TIMEOUT_MS = 300_000;
 
 export interface DigestModules {
@@ -20,19 +34,21 @@ export interface DigestModules {
 }
 
 /**
- * `digest.ts` with each hash renamed away (unused, so not compiled) and a function of the
- * same signature returning 0 in its place. Throws when a hash is not found: the file changed
- * and this benchmark must follow it.
+ * `source` (the text of `file`) with each of its stubs' functions renamed away (unused, so
+ * not compiled) and a function of the same signature with the stub's body in its place.
+ * Throws when one is not found: the source changed and this benchmark must follow it.
  */
-export function stubDigestSource(source: string): string {
+export function stubSource(file: string, source: string): string {
   let out = source;
-  for (const name of HASHES) {
-    const pattern = new RegExp(`export function ${name}\\(([^)]*)\\): u64 \\{`);
+  for (const stub of DIGEST_STUBS.filter((s) => s.file === file)) {
+    const pattern = new RegExp(`export function ${stub.name}\\(([^)]*)\\): ${stub.returns} \\{`);
     const match = pattern.exec(out);
-    if (match === null) throw new Error(`assembly/digest.ts: no "export function ${name}(...)"`);
-    out = out.replace(pattern, `function ${name}Measured(${match[1]}): u64 {`);
+    if (match === null) {
+      throw new Error(`assembly/${file}: no "export function ${stub.name}(...)"`);
+    }
+    out = out.replace(pattern, `function ${stub.name}Measured(${match[1]}): ${stub.returns} {`);
     out += '\n/** Benchmark stub: no digest upkeep. */\n' +
-      `export function ${name}(${match[1]}): u64 {\n  return 0;\n}\n`;
+      `export function ${stub.name}(${match[1]}): ${stub.returns} {\n  ${stub.body}\n}\n`;
   }
   return out;
 }
@@ -54,8 +70,10 @@ export function buildDigestModules(root: string, dir: string): DigestModules {
     cpSync(join(root, 'assembly'), join(copy, 'assembly'), { recursive: true });
     cpSync(join(root, 'asconfig.json'), join(copy, 'asconfig.json'));
     if (name === 'nodigest') {
-      const digest = join(copy, 'assembly', 'digest.ts');
-      writeFileSync(digest, stubDigestSource(readFileSync(digest, 'utf8')));
+      for (const file of new Set(DIGEST_STUBS.map((s) => s.file))) {
+        const path = join(copy, 'assembly', file);
+        writeFileSync(path, stubSource(file, readFileSync(path, 'utf8')));
+      }
     }
     paths[name] = compile(root, dir, name);
   }

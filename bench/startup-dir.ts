@@ -90,6 +90,7 @@ const IGNORE_OUTCOMES: AppliedEntrySink = {
   done: () => undefined,
   admin: () => undefined,
   swept: () => undefined,
+  checkpoint: () => undefined,
   invalid: (entryIndex, detail) => {
     throw new Error(`startup dir: entry ${entryIndex} refused by the machine: ${detail}`);
   },

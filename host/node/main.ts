@@ -171,7 +171,6 @@ export async function serve(config: NodeConfig): Promise<void> {
     logger,
     operator: operatorDeps(config, replica, machine, cluster),
   }, config.host, config.port);
-  startup.mark('listening');
   const url = advertisedUrl(config, http.port, hostname());
   cluster.start(url);
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
@@ -179,8 +178,8 @@ export async function serve(config: NodeConfig): Promise<void> {
     machineMemoryBytes: machine.memoryBytes(), ...idempotencyGauges(machine) }));
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
-    peers: config.peers.length, join: config.join, url, console: `${url}/console`,
-    clusterId: clusterId.id, tls: config.tls !== null, startup: startup.toJSON() }, 'serving');
+    peers: config.peers.length, join: config.join, url, console: `${url}/console`, clusterId:
+    clusterId.id, tls: config.tls !== null, startup: startup.end('serving') }, 'serving');
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

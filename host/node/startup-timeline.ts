@@ -27,8 +27,9 @@ export class StartupTimeline {
     this.marks.set(phase, Math.round(this.nowMs()));
   };
 
-  /** Every mark, in the order they were set: phase -> ms since the process began. */
-  toJSON(): Record<string, number> {
+  /** Marks `lastPhase`; every mark, in the order set: phase -> ms since the process began. */
+  end(lastPhase: string): Record<string, number> {
+    this.mark(lastPhase);
     return Object.fromEntries(this.marks);
   }
 }
