@@ -4,18 +4,19 @@
  * `nodigest` without the digest upkeep of every write (no row hashes, no digest inputs kept
  * for checkpoints). Then, in rounds that alternate the two (so drift
  * on a shared machine falls on both alike):
- *   1. machine: a child process per module (HIVEKV_WASM_PATH) loads HIVEKV_BENCH_KEYS keys
- *      (1M) and applies put entries of 1 and of 256 operations through `applyEntries`, as a
- *      node's leader does (its own entries: answers rendered); applied puts/s;
+ *   1. machine: one machine per module in this process, each loaded with HIVEKV_BENCH_KEYS
+ *      keys (1M), apply put entries of 1 and of 256 operations through `applyEntries`, as a
+ *      node's leader does (its own entries: answers rendered), taking turns in slices of
+ *      16,384 puts (HIVEKV_BENCH_SLICES pairs per shape, 40); the cost of each pair of
+ *      slices, median and quartiles;
  *   2. node: a real `hivekv serve` per module on a fresh data directory, wrk puts at 64
  *      connections for HIVEKV_BENCH_SECONDS (10); calls/s, and the node's CPU per call.
  *      Three runs a round: what ships (`full`, a checkpoint every HIVEKV_DIGEST_EVERY entries
  *      by default), `full` with HIVEKV_DIGEST_EVERY=0, and `nodigest` with it 0.
- * The cost is the share of throughput lost (or of CPU added) within each round's pair; the
- * median over the rounds is reported, with every round's figures. The machine part counts
- * CPU time, not wall time, so other work on a shared machine skews it less.
+ * The node's cost is the share of throughput lost (or of CPU added) within each round's
+ * trio; the median over HIVEKV_BENCH_ROUNDS (4) is reported, with every round's figures.
  *
- * HIVEKV_BENCH_ROUNDS (4), HIVEKV_BENCH_MACHINE_SECONDS (2 per shape), HIVEKV_BENCH_PARTS
+ * HIVEKV_BENCH_PARTS
  * (`machine,node`). Needs wrk for the node part. Everything listens on 127.0.0.1, every run is
  * bounded by its duration, processes are stopped by their PID, temp directories removed.
  * Run it alone (`flock -x` on a shared machine).
@@ -24,12 +25,13 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 
 import type { Entry } from '../host/core/raft/types.js';
 import { encodeCommand } from '../host/machine/codec.js';
 import { DEFAULT_TENANT, type KvOp } from '../host/machine/commands.js';
-import { StateMachine, type AppliedEntrySink } from '../host/machine/state-machine.js';
+import type { AppliedEntrySink, StateMachine } from '../host/machine/state-machine.js';
 import { encodeEnvelope, type Origin } from '../host/node/envelope.js';
 import { buildDigestModules, type DigestModules } from './digest-module.js';
 
@@ -37,15 +39,16 @@ const execFileAsync = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const WRK_DIR = join(ROOT, 'bench', 'wrk');
 const KEYS = Number(process.env['HIVEKV_BENCH_KEYS'] ?? '1000000');
-const ROUNDS = Number(process.env['HIVEKV_BENCH_ROUNDS'] ?? '4');
-const MACHINE_SECONDS = Number(process.env['HIVEKV_BENCH_MACHINE_SECONDS'] ?? '2');
+const NODE_ROUNDS = Number(process.env['HIVEKV_BENCH_ROUNDS'] ?? '4');
+const SLICES = Number(process.env['HIVEKV_BENCH_SLICES'] ?? '40');
+const WARMUP_SLICES = 4;
+const SLICE_OPS = 16_384;
 const NODE_SECONDS = Number(process.env['HIVEKV_BENCH_SECONDS'] ?? '10');
 const PARTS = (process.env['HIVEKV_BENCH_PARTS'] ?? 'machine,node').split(',');
 const NODE_KEYS = 100_000;
 const SHAPES = [1, 256] as const;
 const POOL_OPS = 131_072;
 const OPS_PER_CROSSING = 256;
-const CHILD_TIMEOUT_MS = 600_000;
 const ORIGIN: Origin = { nodeId: 'bench', incarnation: 1 };
 const VALUE = `"${'x'.repeat(98)}"`;
 const VARIANTS = ['full', 'nodigest'] as const;
@@ -94,40 +97,61 @@ function envelopesOf(opsPerEntry: number, count: number, keyAt: (i: number) => n
     Array.from({ length: opsPerEntry }, (_, j) => putOp(keyOf(keyAt(e * opsPerEntry + j)))))));
 }
 
-/** The child: one module (HIVEKV_WASM_PATH), applied puts/s by entry shape, as JSON. */
-function machineChild(): void {
-  const machine = StateMachine.create();
+/**
+ * A machine of the module at `wasm`: state-machine.js imported afresh under its own URL, so
+ * it compiles its own module (HIVEKV_WASM_PATH is read on the first create), and both
+ * modules live side by side in this process.
+ */
+async function machineOf(wasm: string, variant: Variant): Promise<StateMachine> {
+  const url = new URL('../host/machine/state-machine.js', import.meta.url);
+  url.search = `?module=${variant}`;
+  const loaded = await import(url.href) as typeof import('../host/machine/state-machine.js');
+  process.env['HIVEKV_WASM_PATH'] = wasm;
+  try {
+    return loaded.StateMachine.create();
+  } finally {
+    delete process.env['HIVEKV_WASM_PATH'];
+  }
+}
+
+async function loadedFeeder(wasm: string, variant: Variant): Promise<Feeder> {
+  const machine = await machineOf(wasm, variant);
   machine.setOrigin(ORIGIN.nodeId, ORIGIN.incarnation);
   const feeder = new Feeder(machine);
   const load = envelopesOf(256, Math.ceil(KEYS / 256), (i) => i % KEYS);
   for (let i = 0; i < load.length; i += 16) feeder.apply(load.slice(i, i + 16));
-  const result: Record<string, number | string> = {};
-  for (const ops of SHAPES) {
-    // A prime stride: no two neighbouring puts touch neighbouring keys.
-    const pool = envelopesOf(ops, POOL_OPS / ops, (i) => (i * 7_919_071) % KEYS);
-    const perCrossing = Math.max(1, OPS_PER_CROSSING / ops);
-    let applied = 0;
-    // CPU time, not wall time: other processes on a shared machine take turns with this one.
-    const cpu0 = process.cpuUsage();
-    let busyMs = 0;
-    for (let at = 0; busyMs < MACHINE_SECONDS * 1000; at = (at + perCrossing) % pool.length) {
-      const batch = pool.slice(at, at + perCrossing);
-      feeder.apply(batch);
-      applied += batch.length * ops;
-      const cpu = process.cpuUsage(cpu0);
-      busyMs = (cpu.user + cpu.system) / 1000;
-    }
-    result[`x${ops}`] = applied / (busyMs / 1000);
-  }
-  result['digest'] = machine.digest();
-  process.stdout.write(`${JSON.stringify(result)}\n`);
+  return feeder;
 }
 
-async function machineRun(wasm: string): Promise<Record<string, number>> {
-  const { stdout } = await execFileAsync(process.execPath, [join(ROOT, 'dist', 'bench',
-    'digest-cost.bench.js'), '--machine-child'], { env: { ...process.env,
-    HIVEKV_WASM_PATH: wasm }, timeout: CHILD_TIMEOUT_MS, maxBuffer: 1 << 20 });
-  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as Record<string, number>;
+/**
+ * Time of each slice of SLICE_OPS puts in entries of `ops`, the two machines taking turns
+ * slice by slice (the order flipping each time), after WARMUP_SLICES untimed ones: whatever
+ * else the machine is doing falls on both alike, and each pair is compared on its own.
+ */
+function interleaved(feeders: Record<Variant, Feeder>, ops: number):
+  Array<Record<Variant, number>> {
+  // A prime stride: no two neighbouring puts touch neighbouring keys.
+  const pool = envelopesOf(ops, POOL_OPS / ops, (i) => (i * 7_919_071) % KEYS);
+  const perCrossing = Math.max(1, OPS_PER_CROSSING / ops);
+  const cursor: Record<Variant, number> = { full: 0, nodigest: 0 };
+  const slice = (variant: Variant): number => {
+    const started = performance.now();
+    for (let done = 0; done < SLICE_OPS; done += perCrossing * ops) {
+      const at = cursor[variant];
+      feeders[variant].apply(pool.slice(at, at + perCrossing));
+      cursor[variant] = (at + perCrossing) % pool.length;
+    }
+    return performance.now() - started;
+  };
+  const pairs: Array<Record<Variant, number>> = [];
+  for (let s = 0; s < WARMUP_SLICES + SLICES; s++) {
+    const pair = {} as Record<Variant, number>;
+    for (const variant of s % 2 === 0 ? VARIANTS : [...VARIANTS].reverse()) {
+      pair[variant] = slice(variant);
+    }
+    if (s >= WARMUP_SLICES) pairs.push(pair);
+  }
+  return pairs;
 }
 
 function cpuMsOf(pid: number): number {
@@ -220,25 +244,25 @@ const NODE_VARIANTS = [
 ] as const;
 type NodeVariant = (typeof NODE_VARIANTS)[number]['name'];
 
-async function machineRounds(modules: DigestModules): Promise<void> {
-  const rounds: Array<Record<Variant, Record<string, number>>> = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    // Alternate which module goes first, so a trend in the machine's load favours neither.
-    const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
-    const r = {} as Record<Variant, Record<string, number>>;
-    for (const variant of order) r[variant] = await machineRun(modules[variant]);
-    rounds.push(r);
-  }
+async function machineSideBySide(modules: DigestModules): Promise<void> {
+  const feeders = { full: await loadedFeeder(modules.full, 'full'),
+    nodigest: await loadedFeeder(modules.nodigest, 'nodigest') };
   for (const ops of SHAPES) {
-    reportPairs(`machine, applied puts/s per CPU second in entries of ${ops} at ${fmt(KEYS)} ` +
-      'keys, full vs no digest upkeep', rounds.map((r) => ({ base: r.nodigest[`x${ops}`]!,
-      measured: r.full[`x${ops}`]! })), true);
+    const pairs = interleaved(feeders, ops);
+    const rate = (v: Variant): number => (SLICE_OPS * pairs.length) /
+      (pairs.reduce((sum, p) => sum + p[v], 0) / 1000);
+    const costs = pairs.map((p) => (p.full - p.nodigest) / p.full).sort((a, b) => a - b);
+    const quartile = (q: number): number => costs[Math.floor(q * (costs.length - 1))]!;
+    process.stdout.write(`machine, puts in entries of ${ops} at ${fmt(KEYS)} keys: full ` +
+      `${fmt(rate('full'))}/s, no digest upkeep ${fmt(rate('nodigest'))}/s; cost per pair of ` +
+      `slices: median ${pct(median(costs))} (quartiles ${pct(quartile(0.25))} .. ` +
+      `${pct(quartile(0.75))}, ${pairs.length} pairs of ${fmt(SLICE_OPS)} puts)\n`);
   }
 }
 
 async function nodeRounds(modules: DigestModules): Promise<void> {
   const rounds: Array<Record<NodeVariant, NodeFigures>> = [];
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < NODE_ROUNDS; round++) {
     const r = {} as Record<NodeVariant, NodeFigures>;
     for (let i = 0; i < NODE_VARIANTS.length; i++) {
       const variant = NODE_VARIANTS[(i + round) % NODE_VARIANTS.length]!;
@@ -263,14 +287,13 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'hivekv-bench-digest-modules-'));
   try {
     const modules = buildDigestModules(ROOT, work);
-    process.stdout.write(`modules compiled; ${ROUNDS} rounds, Node ${process.version}, ` +
+    process.stdout.write(`modules compiled; Node ${process.version}, ` +
       `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}\n`);
-    if (PARTS.includes('machine')) await machineRounds(modules);
+    if (PARTS.includes('machine')) await machineSideBySide(modules);
     if (PARTS.includes('node')) await nodeRounds(modules);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
 }
 
-if (process.argv.includes('--machine-child')) machineChild();
-else await main();
+await main();
