@@ -2,19 +2,19 @@
  * `npm run bench:digest`: what keeping the state digest costs puts, measured side by side.
  * Two modules are compiled from copies of assembly/ (digest-module.ts): `full`, and
  * `nodigest` without the digest upkeep of every write (no row hashes, no digest inputs kept
- * for checkpoints). Then, in rounds that alternate the two (so drift
- * on a shared machine falls on both alike):
+ * for checkpoints). Then, side by side, so that whatever else a shared machine is doing
+ * falls on every variant alike:
  *   1. machine: one machine per module in this process, each loaded with HIVEKV_BENCH_KEYS
  *      keys (1M), apply put entries of 1 and of 256 operations through `applyEntries`, as a
  *      node's leader does (its own entries: answers rendered), taking turns in slices of
  *      16,384 puts (HIVEKV_BENCH_SLICES pairs per shape, 40); the cost of each pair of
  *      slices, median and quartiles;
- *   2. node: a real `hivekv serve` per module on a fresh data directory, wrk puts at 64
- *      connections for HIVEKV_BENCH_SECONDS (10); calls/s, and the node's CPU per call.
- *      Three runs a round: what ships (`full`, a checkpoint every HIVEKV_DIGEST_EVERY entries
- *      by default), `full` with HIVEKV_DIGEST_EVERY=0, and `nodigest` with it 0.
- * The node's cost is the share of throughput lost (or of CPU added) within each round's
- * trio; the median over HIVEKV_BENCH_ROUNDS (4) is reported, with every round's figures.
+ *   2. node: three `hivekv serve` running at once, each on a fresh data directory: what ships
+ *      (`full`, a checkpoint every HIVEKV_DIGEST_EVERY entries by default), `full` with
+ *      HIVEKV_DIGEST_EVERY=0, and `nodigest` with it 0. They take turns under wrk puts at 64
+ *      connections, HIVEKV_BENCH_SECONDS (4) each, in HIVEKV_BENCH_ROUNDS (8) rounds whose
+ *      order rotates; calls/s and the node's CPU per call (from /proc), the cost within each
+ *      round, median over the rounds.
  *
  * HIVEKV_BENCH_PARTS
  * (`machine,node`). Needs wrk for the node part. Everything listens on 127.0.0.1, every run is
@@ -22,7 +22,7 @@
  * Run it alone (`flock -x` on a shared machine).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -39,11 +39,11 @@ const execFileAsync = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const WRK_DIR = join(ROOT, 'bench', 'wrk');
 const KEYS = Number(process.env['HIVEKV_BENCH_KEYS'] ?? '1000000');
-const NODE_ROUNDS = Number(process.env['HIVEKV_BENCH_ROUNDS'] ?? '4');
+const NODE_ROUNDS = Number(process.env['HIVEKV_BENCH_ROUNDS'] ?? '8');
 const SLICES = Number(process.env['HIVEKV_BENCH_SLICES'] ?? '40');
 const WARMUP_SLICES = 4;
 const SLICE_OPS = 16_384;
-const NODE_SECONDS = Number(process.env['HIVEKV_BENCH_SECONDS'] ?? '10');
+const NODE_SECONDS = Number(process.env['HIVEKV_BENCH_SECONDS'] ?? '4');
 const PARTS = (process.env['HIVEKV_BENCH_PARTS'] ?? 'machine,node').split(',');
 const NODE_KEYS = 100_000;
 const SHAPES = [1, 256] as const;
@@ -193,26 +193,20 @@ async function stopNode(child: ChildProcess): Promise<void> {
 interface NodeFigures { readonly callsPerSec: number; readonly cpuUsPerCall: number;
   readonly p99Ms: number }
 
-async function nodeRun(wasm: string, env: Record<string, string>): Promise<NodeFigures> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'hivekv-bench-digest-'));
-  const { child, port } = await startNode(dataDir, wasm, env);
-  try {
-    const cpu0 = cpuMsOf(child.pid ?? -1);
-    const { stdout } = await execFileAsync('wrk', ['-t', '2', '-c', '64', '-d',
-      `${NODE_SECONDS}s`, '--latency', '-s', join(WRK_DIR, 'put.lua'),
-      `http://127.0.0.1:${port}`], { env: { ...process.env, HIVEKV_BENCH_DIR: WRK_DIR,
-      HIVEKV_BENCH_KEYS: String(NODE_KEYS) }, timeout: (NODE_SECONDS + 60) * 1000 });
-    const cpuMs = cpuMsOf(child.pid ?? -1) - cpu0;
-    const calls = Number(/(\d+) requests in/.exec(stdout)?.[1] ?? NaN);
-    const p99 = /\s99%\s+([\d.]+)(us|ms|s)/.exec(stdout);
-    const scale = p99?.[2] === 'us' ? 0.001 : p99?.[2] === 's' ? 1000 : 1;
-    if (/Non-2xx/.test(stdout)) throw new Error(`wrk saw refusals:\n${stdout}`);
-    return { callsPerSec: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? NaN),
-      cpuUsPerCall: (cpuMs * 1000) / calls, p99Ms: Number(p99?.[1] ?? NaN) * scale };
-  } finally {
-    await stopNode(child);
-    rmSync(dataDir, { recursive: true, force: true });
-  }
+/** One wrk run of HIVEKV_BENCH_SECONDS on a running node; its CPU over the run from /proc. */
+async function wrkSlice(pid: number, port: number): Promise<NodeFigures> {
+  const cpu0 = cpuMsOf(pid);
+  const { stdout } = await execFileAsync('wrk', ['-t', '2', '-c', '64', '-d',
+    `${NODE_SECONDS}s`, '--latency', '-s', join(WRK_DIR, 'put.lua'),
+    `http://127.0.0.1:${port}`], { env: { ...process.env, HIVEKV_BENCH_DIR: WRK_DIR,
+    HIVEKV_BENCH_KEYS: String(NODE_KEYS) }, timeout: (NODE_SECONDS + 60) * 1000 });
+  const cpuMs = cpuMsOf(pid) - cpu0;
+  const calls = Number(/(\d+) requests in/.exec(stdout)?.[1] ?? NaN);
+  const p99 = /\s99%\s+([\d.]+)(us|ms|s)/.exec(stdout);
+  const scale = p99?.[2] === 'us' ? 0.001 : p99?.[2] === 's' ? 1000 : 1;
+  if (/Non-2xx/.test(stdout)) throw new Error(`wrk saw refusals:\n${stdout}`);
+  return { callsPerSec: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? NaN),
+    cpuUsPerCall: (cpuMs * 1000) / calls, p99Ms: Number(p99?.[1] ?? NaN) * scale };
 }
 
 function median(values: readonly number[]): number {
@@ -260,16 +254,36 @@ async function machineSideBySide(modules: DigestModules): Promise<void> {
   }
 }
 
-async function nodeRounds(modules: DigestModules): Promise<void> {
-  const rounds: Array<Record<NodeVariant, NodeFigures>> = [];
-  for (let round = 0; round < NODE_ROUNDS; round++) {
-    const r = {} as Record<NodeVariant, NodeFigures>;
-    for (let i = 0; i < NODE_VARIANTS.length; i++) {
-      const variant = NODE_VARIANTS[(i + round) % NODE_VARIANTS.length]!;
-      r[variant.name] = await nodeRun(modules[variant.module], variant.env);
+/**
+ * The three node variants run at once, each on its own fresh directory (an idle node costs
+ * next to nothing), and take turns under load in short slices, the order rotating: a change
+ * in what else the machine is doing falls on all three alike.
+ */
+async function nodeSideBySide(modules: DigestModules): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), 'hivekv-bench-digest-nodes-'));
+  const nodes: Array<{ child: ChildProcess; port: number }> = [];
+  try {
+    for (const [i, variant] of NODE_VARIANTS.entries()) {
+      mkdirSync(join(work, String(i)));
+      nodes.push(await startNode(join(work, String(i)), modules[variant.module], variant.env));
     }
-    rounds.push(r);
+    const rounds: Array<Record<NodeVariant, NodeFigures>> = [];
+    for (let round = 0; round < NODE_ROUNDS; round++) {
+      const r = {} as Record<NodeVariant, NodeFigures>;
+      for (let i = 0; i < NODE_VARIANTS.length; i++) {
+        const at = (i + round) % NODE_VARIANTS.length;
+        r[NODE_VARIANTS[at]!.name] = await wrkSlice(nodes[at]!.child.pid ?? -1, nodes[at]!.port);
+      }
+      rounds.push(r);
+    }
+    reportNode(rounds);
+  } finally {
+    for (const node of nodes) await stopNode(node.child);
+    rmSync(work, { recursive: true, force: true });
   }
+}
+
+function reportNode(rounds: ReadonlyArray<Record<NodeVariant, NodeFigures>>): void {
   const pairs = (measured: NodeVariant, base: NodeVariant, of: keyof NodeFigures) =>
     rounds.map((r) => ({ base: r[base][of], measured: r[measured][of] }));
   const us = (v: number): string => v.toFixed(1);
@@ -290,7 +304,7 @@ async function main(): Promise<void> {
     process.stdout.write(`modules compiled; Node ${process.version}, ` +
       `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}\n`);
     if (PARTS.includes('machine')) await machineSideBySide(modules);
-    if (PARTS.includes('node')) await nodeRounds(modules);
+    if (PARTS.includes('node')) await nodeSideBySide(modules);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
