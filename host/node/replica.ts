@@ -123,7 +123,10 @@ export interface ReplicaDeps {
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
   readonly onSnapshot?: (event: SnapshotEvent) => void;
-  /** Called as `start()` ends a phase ('snapshot restored', 'log applied'): start-up timing. */
+  /**
+   * Called as `start()` ends a phase ('snapshot restored', 'raft log loaded', 'log applied':
+   * the entries the recovered commit index covers): start-up timing.
+   */
   readonly onStartPhase?: (phase: string) => void;
 }
 
