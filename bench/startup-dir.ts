@@ -13,7 +13,8 @@
  *   S+1 .. S+tailEntries    one put each, overwriting keys in a scattered order; the value
  *                           names its entry, so a read tells which entry it saw
  *   hardstate               term 1, voted for n1, commit index at the last entry: a node
- *                           must apply every tail entry before it serves.
+ *                           must apply every tail entry before it serves (or, with
+ *                           `committed: 'snapshot'`, at S, as a node's own stop leaves it).
  *
  * Bounded by its arguments; the caller owns (and removes) `dir`.
  */
@@ -47,6 +48,12 @@ export interface StartupDirOptions {
   readonly tailEntries: number;
   /** Stamp of index 1; later entries are 1 ms apart. Default: now minus one stamp per entry. */
   readonly startMs?: number;
+  /**
+   * The hard state's commit index: `last` (default) covers the whole log, so the node applies
+   * it before it listens; `snapshot` is what a single node's own stop leaves (the commit index
+   * is written with snapshots only), so it listens first and applies once elected.
+   */
+  readonly committed?: 'last' | 'snapshot';
 }
 
 export interface StartupDir {
@@ -167,8 +174,8 @@ export async function buildStartupDir(dir: string, options: StartupDirOptions):
     machine.applyEntries(batch, IGNORE_OUTCOMES);
   }
   await storage.close();
-  // The commit index covers the whole log: a restarted node applies all of it before serving.
-  await writeHardStateFile(dir, { term: TERM, votedFor: STARTUP_NODE_ID, commitIndex: lastIndex });
+  await writeHardStateFile(dir, { term: TERM, votedFor: STARTUP_NODE_ID,
+    commitIndex: options.committed === 'snapshot' ? snapshotIndex : lastIndex });
   return { snapshotIndex, lastIndex, lastKey, lastValue: startupValue(lastIndex),
     digest: machine.digest(), snapshotBytes: snapshot.dataBytes,
     ms: { load: loaded - started, snapshot: snapshotted - loaded,

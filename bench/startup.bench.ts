@@ -11,6 +11,8 @@
  * load, WAL scan and verify, entry apply, listen).
  *
  * HIVEKV_BENCH_KEYS, HIVEKV_BENCH_TAIL (1,000,000 each) and HIVEKV_BENCH_RUNS (3) size it;
+ * HIVEKV_BENCH_COMMITTED=snapshot leaves the hard state's commit index at the snapshot, as a
+ * node's own stop does (it then listens first and applies the log once elected);
  * HIVEKV_BENCH_NODE_ARGS passes flags to the node's `node` (e.g. `--cpu-prof
  * --cpu-prof-dir=/tmp/prof`). Everything
  * listens on 127.0.0.1, each start is bounded by START_TIMEOUT_MS, the node is stopped by
@@ -31,6 +33,7 @@ const KEYS = Number(process.env['HIVEKV_BENCH_KEYS'] ?? '1000000');
 const TAIL = Number(process.env['HIVEKV_BENCH_TAIL'] ?? '1000000');
 const RUNS = Number(process.env['HIVEKV_BENCH_RUNS'] ?? '3');
 const NODE_ARGS = (process.env['HIVEKV_BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a);
+const COMMITTED = process.env['HIVEKV_BENCH_COMMITTED'] === 'snapshot' ? 'snapshot' : 'last';
 const START_TIMEOUT_MS = 120_000;
 const POLL_MS = 5;
 const STOP_TIMEOUT_MS = 30_000;
@@ -165,7 +168,8 @@ function report(built: StartupDir, runs: readonly Run[]): void {
   const f = (ms: number): string => `${Math.round(ms)} ms`;
   process.stdout.write(`directory: ${KEYS.toLocaleString('en-US')} keys in a snapshot at ` +
     `${built.snapshotIndex} (${(built.snapshotBytes / 2 ** 20).toFixed(0)} MiB), ` +
-    `${TAIL.toLocaleString('en-US')} entries after it (last ${built.lastIndex}); written in ` +
+    `${TAIL.toLocaleString('en-US')} entries after it (last ${built.lastIndex}), committed ` +
+    `through the ${COMMITTED} index; written in ` +
     `${f(built.ms.load)} load + ${f(built.ms.snapshot)} snapshot + ${f(built.ms.tail)} log\n`);
   runs.forEach((run, i) => {
     process.stdout.write(`run ${i + 1}: /health at the last index after ${f(run.healthMs)} ` +
@@ -183,7 +187,8 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'hivekv-bench-startup-'));
   try {
     const pristine = join(work, 'pristine');
-    const built = await buildStartupDir(pristine, { keys: KEYS, tailEntries: TAIL });
+    const built = await buildStartupDir(pristine, { keys: KEYS, tailEntries: TAIL,
+      committed: COMMITTED });
     const runs: Run[] = [];
     for (let i = 0; i < RUNS; i++) {
       const dir = join(work, `run-${i}`);
