@@ -9,11 +9,11 @@
  *      node's leader does (its own entries: answers rendered), taking turns in slices of
  *      16,384 puts (HIVEKV_BENCH_SLICES pairs per shape, 40); the cost of each pair of
  *      slices, median and quartiles;
- *   2. node: three `hivekv serve` running at once, each on a fresh data directory: what ships
- *      (`full`, a checkpoint every HIVEKV_DIGEST_EVERY entries by default), `full` with
- *      HIVEKV_DIGEST_EVERY=0, and `nodigest` with it 0. They take turns under wrk puts at 64
- *      connections, HIVEKV_BENCH_SECONDS (4) each, in HIVEKV_BENCH_ROUNDS (8) rounds whose
- *      order rotates; calls/s and the node's CPU per call (from /proc), the cost within each
+ *   2. node: what ships (`full`, a checkpoint every HIVEKV_DIGEST_EVERY entries by default),
+ *      `full` with HIVEKV_DIGEST_EVERY=0, and `nodigest` with it 0 take turns under wrk puts
+ *      at 64 connections, HIVEKV_BENCH_SECONDS (4) each, in HIVEKV_BENCH_ROUNDS (8) rounds
+ *      whose order rotates, each turn on a `hivekv serve` started for it on a fresh data
+ *      directory; calls/s and the node's CPU per call (from /proc), the cost within each
  *      round, median over the rounds.
  *
  * HIVEKV_BENCH_PARTS
@@ -255,30 +255,34 @@ async function machineSideBySide(modules: DigestModules): Promise<void> {
 }
 
 /**
- * The three node variants run at once, each on its own fresh directory (an idle node costs
- * next to nothing), and take turns under load in short slices, the order rotating: a change
- * in what else the machine is doing falls on all three alike.
+ * The three node variants take turns under load in short slices, the order rotating, each
+ * slice on a node started for it on a fresh directory and stopped after it: a change in what
+ * else the machine is doing falls on all three alike, and no variant carries a state, log or
+ * snapshot schedule the others do not. (Three long-lived nodes taking turns once put one
+ * variant 12% ahead, a gap that fresh nodes did not reproduce.)
  */
 async function nodeSideBySide(modules: DigestModules): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'hivekv-bench-digest-nodes-'));
-  const nodes: Array<{ child: ChildProcess; port: number }> = [];
   try {
-    for (const [i, variant] of NODE_VARIANTS.entries()) {
-      mkdirSync(join(work, String(i)));
-      nodes.push(await startNode(join(work, String(i)), modules[variant.module], variant.env));
-    }
     const rounds: Array<Record<NodeVariant, NodeFigures>> = [];
     for (let round = 0; round < NODE_ROUNDS; round++) {
       const r = {} as Record<NodeVariant, NodeFigures>;
       for (let i = 0; i < NODE_VARIANTS.length; i++) {
-        const at = (i + round) % NODE_VARIANTS.length;
-        r[NODE_VARIANTS[at]!.name] = await wrkSlice(nodes[at]!.child.pid ?? -1, nodes[at]!.port);
+        const variant = NODE_VARIANTS[(i + round) % NODE_VARIANTS.length]!;
+        const dir = join(work, `${round}-${i}`);
+        mkdirSync(dir);
+        const node = await startNode(dir, modules[variant.module], variant.env);
+        try {
+          r[variant.name] = await wrkSlice(node.child.pid ?? -1, node.port);
+        } finally {
+          await stopNode(node.child);
+          rmSync(dir, { recursive: true, force: true });
+        }
       }
       rounds.push(r);
     }
     reportNode(rounds);
   } finally {
-    for (const node of nodes) await stopNode(node.child);
     rmSync(work, { recursive: true, force: true });
   }
 }
