@@ -1,6 +1,6 @@
 /**
  * Runs the `hivekv` command line (the built dist/) as a child process, bounded in time, and
- * collects its exit status, its output and its stdout read as JSON lines.
+ * collects its exit status, its output, and its stdout read as JSON lines and as one value.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
@@ -15,20 +15,30 @@ export interface Run {
   /** stdout as JSON lines. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly lines: any[];
+  /** stdout as one JSON value (an indented answer), or undefined when it is not one. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly json: any;
 }
 
-/**
- * Runs `hivekv ...args`; lines that are not JSON are kept as text. `stdinFile`: a file
- * whose bytes the command reads on stdin.
- */
-export function hivekv(args: string[], stdinFile?: string): Promise<Run> {
+export interface RunOptions {
+  /** A file whose bytes the command reads on stdin. */
+  readonly stdinFile?: string;
+  /** Text the command reads on stdin (instead of a file). */
+  readonly stdin?: string;
+  /** Added to this process's environment. */
+  readonly env?: Record<string, string>;
+}
+
+/** Runs `hivekv ...args`; lines that are not JSON are kept as text. */
+export function hivekv(args: string[], options: RunOptions = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const input: 'ignore' | number = stdinFile === undefined ? 'ignore'
-      : openSync(stdinFile, 'r');
+    const input: 'ignore' | 'pipe' | number = options.stdinFile !== undefined
+      ? openSync(options.stdinFile, 'r') : options.stdin !== undefined ? 'pipe' : 'ignore';
     const child = spawn(process.execPath, ['bin/hivekv.js', ...args], {
-      cwd: ROOT, env: { ...process.env }, stdio: [input, 'pipe', 'pipe'],
+      cwd: ROOT, env: { ...process.env, ...options.env }, stdio: [input, 'pipe', 'pipe'],
     });
     if (typeof input === 'number') closeSync(input);
+    if (input === 'pipe') child.stdin!.end(options.stdin);
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
@@ -47,8 +57,15 @@ export function hivekv(args: string[], stdinFile?: string): Promise<Run> {
           return l;
         }
       });
-      resolve({ code, stdout, stderr, lines });
+      resolve({ code, stdout, stderr, lines, json: parsedWhole(stdout) });
     });
   });
 }
 
+function parsedWhole(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -157,7 +157,7 @@ describe('export and import', () => {
     expect(h.index).toBeLessThan(end.appliedIndex);
     expect(await replayDigest(src, h.index)).toEqual({ appliedIndex: h.index, digest: h.digest });
     const imported = join(work, 'from-live');
-    const run = await hivekv(['import', '--data', imported], dumpPath);
+    const run = await hivekv(['import', '--data', imported], { stdinFile: dumpPath });
     expect(run.code, run.stderr).toBe(0);
     expect(run.lines[0]).toMatchObject({ index: h.index, digest: h.digest });
     expect(await replayDigest(imported)).toEqual({ appliedIndex: h.index, digest: h.digest });
@@ -190,7 +190,7 @@ describe('export and import', () => {
     const lastTimeMs = exported.lines[0].lastTimeMs as number;
     expect(rows.some((r) => r.expiresAt !== null && r.expiresAt <= lastTimeMs)).toBe(true);
     const imported = join(work, 'imported');
-    const run = await hivekv(['import', '--data', imported], dumpPath);
+    const run = await hivekv(['import', '--data', imported], { stdinFile: dumpPath });
     expect(run.code, run.stderr).toBe(0);
     expect(existsSync(join(imported, 'snap'))).toBe(true);
     const node = await startNode({ dataDir: imported, env: ENV });
@@ -251,7 +251,7 @@ describe('export and import', () => {
       const path = join(work, `${name}.ndjson`);
       writeFileSync(path, text);
       const target = join(work, `refused-${name}`);
-      const run = await hivekv(['import', '--data', target], path);
+      const run = await hivekv(['import', '--data', target], { stdinFile: path });
       expect(run.code, name).toBe(2);
       expect(run.stderr, name).toMatch(message);
       expect(existsSync(target), name).toBe(false);
@@ -259,7 +259,7 @@ describe('export and import', () => {
     const busy = join(work, 'busy');
     mkdirSync(busy);
     writeFileSync(join(busy, 'keep.txt'), 'x');
-    const run = await hivekv(['import', '--data', busy], join(work, 'data.ndjson'));
+    const run = await hivekv(['import', '--data', busy], { stdinFile: join(work, 'data.ndjson') });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/is not empty/);
     expect(readdirSync(busy)).toEqual(['keep.txt']);
@@ -335,7 +335,7 @@ describe('export from a cluster, and a cluster seeded from a dump', () => {
     const dumpPath = join(work, 'cluster.ndjson');
     writeFileSync(dumpPath, fromFollower.stdout);
     const imported = await hivekv(['import', '--data', join(work, 's1'), '--id', 's1'],
-      dumpPath);
+      { stdinFile: dumpPath });
     expect(imported.code, imported.stderr).toBe(0);
     const [p1, p2] = [await freePort(), await freePort()];
     const seededEnv = { ...CLUSTER_ENV, HIVEKV_CLUSTER_ID: 'backup-seeded' };

@@ -7,11 +7,8 @@
  * names the index and both digests, the others go on serving, and replaying its directory
  * exits 3 too.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { encodeRecord } from '../../host/storage/record.js';
-import { scanSegmentBytes } from '../../host/storage/wal.js';
+import { plantDivergence } from '../helpers/plant-divergence.js';
 import { agreedLeader, memberPorts, peersFlag, sleep, waitFor } from '../helpers/cluster.js';
 import {
   call, kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
@@ -26,27 +23,6 @@ const MORE_WRITES_MAX = 200;
 const INCR = { op: 'incr', ns: 'c', key: 'n', delta: 1, forever: true };
 const DIVERGED = new RegExp('state diverged: at index (\\d+) the leader\'s digest is ' +
   '([0-9a-f]{16}) and this node\'s is ([0-9a-f]{16})');
-
-/** Edits the first record whose data holds MARKER and writes it back, re-framed. */
-function plantDivergence(dataDir: string): number {
-  const walDir = join(dataDir, 'wal');
-  for (const name of readdirSync(walDir).filter((n) => n.endsWith('.wal')).sort()) {
-    const path = join(walDir, name);
-    const bytes = readFileSync(path);
-    const scan = scanSegmentBytes(bytes, Number(name.slice(0, 20)), true, 0, 0);
-    if (scan.kind !== 'ok') throw new Error(`segment ${name} does not scan: ${scan.kind}`);
-    for (const [i, entry] of scan.entries.entries()) {
-      const at = Buffer.from(entry.data).indexOf(MARKER);
-      if (at < 0) continue;
-      const data = Buffer.from(entry.data);
-      data[at] = 'P'.charCodeAt(0);
-      encodeRecord({ ...entry, data }).copy(bytes, scan.offsets[i]!);
-      writeFileSync(path, bytes);
-      return entry.index;
-    }
-  }
-  throw new Error('no record holds the marker');
-}
 
 function passedCheckpoints(metricsText: string): number {
   const m = /^hivekv_checkpoints_total\{verdict="passed"\} (\d+)/m.exec(metricsText);
@@ -109,7 +85,7 @@ describe('checkpoints on a three-node cluster', () => {
       }
       const follower = await followerIndex(nodes);
       await nodes[follower]!.stop();
-      const plantedAt = plantDivergence(dirs[follower]!);
+      const plantedAt = plantDivergence(dirs[follower]!, MARKER);
       const others = nodes.filter((_, i) => i !== follower);
       let more = 0;
       const stopped = await startExpectingStop(() => start(follower), async (node) => {

@@ -3,16 +3,14 @@
  * (0 applied or found, 1 not, 2 refused or failed), the JSON answer on stdout, the envelope
  * (or one line of usage text) on stderr.
  */
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   freePort, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
 } from '../helpers/node-process.js';
+import { hivekv as runHivekv, type Run } from '../helpers/hivekv-cli.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
-const RUN_TIMEOUT_MS = 20_000;
 
 let node: NodeProcess;
 let dir: string;
@@ -27,44 +25,11 @@ afterAll(async () => {
   removeDir(dir);
 });
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  readonly json: any;
-}
-
 /** Runs `hivekv ...args` with HIVEKV_URL pointing at the node (unless `env` says else). */
 function hivekv(args: string[], options: { env?: Record<string, string>;
   stdin?: string } = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/hivekv.js', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, HIVEKV_URL: node.url, ...options.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`hivekv ${args.join(' ')} ran over ${RUN_TIMEOUT_MS} ms`));
-    }, RUN_TIMEOUT_MS);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      let json: unknown = undefined;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-    child.stdin.end(options.stdin ?? '');
-  });
+  return runHivekv(args, { env: { HIVEKV_URL: node.url, ...options.env },
+    stdin: options.stdin ?? '' });
 }
 
 describe('hivekv kv', () => {

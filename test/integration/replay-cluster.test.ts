@@ -5,11 +5,9 @@
  * follower's log with one record edited (and re-checksummed with the storage code's own
  * framing, so nothing but the content tells) is found by `diff` at exactly that index.
  */
-import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeRecord } from '../../host/storage/record.js';
-import { scanSegmentBytes } from '../../host/storage/wal.js';
+import { plantDivergence } from '../helpers/plant-divergence.js';
 import { agreedLeader, memberPorts, peersFlag, waitFor } from '../helpers/cluster.js';
 import {
   call, kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
@@ -25,28 +23,6 @@ const MARKER = 'planted-marker-value';
 const MARKER_WRITE = WRITES - 4;
 
 interface Reported { readonly appliedIndex: number; readonly digest: string }
-
-/** Edits the first record whose data holds MARKER and writes it back, re-framed. */
-function plantDivergence(dataDir: string): number {
-  const walDir = join(dataDir, 'wal');
-  for (const name of readdirSync(walDir).filter((n) => n.endsWith('.wal')).sort()) {
-    const path = join(walDir, name);
-    const bytes = readFileSync(path);
-    const scan = scanSegmentBytes(bytes, Number(name.slice(0, 20)), true, 0, 0);
-    if (scan.kind !== 'ok') throw new Error(`segment ${name} does not scan: ${scan.kind}`);
-    for (const [i, entry] of scan.entries.entries()) {
-      const at = Buffer.from(entry.data).indexOf(MARKER);
-      if (at < 0) continue;
-      const data = Buffer.from(entry.data);
-      data[at] = 'P'.charCodeAt(0);
-      const record = encodeRecord({ ...entry, data });
-      record.copy(bytes, scan.offsets[i]!);
-      writeFileSync(path, bytes);
-      return entry.index;
-    }
-  }
-  throw new Error('no record holds the marker');
-}
 
 describe('replay of a three-node cluster', () => {
   const dirs: string[] = [];
@@ -110,7 +86,7 @@ describe('replay of a three-node cluster', () => {
     const planted = tempDir('replay-planted');
     try {
       cpSync(dirs[2]!, planted, { recursive: true });
-      const index = plantDivergence(planted);
+      const index = plantDivergence(planted, MARKER);
       // The edited log still verifies: only its content differs.
       const inspect = await hivekv(['inspect', '--data', planted]);
       expect(inspect.code).toBe(0);
