@@ -200,7 +200,8 @@ export async function restoreMachine(storage: Pick<Storage, 'snapshotChunks'>,
   const legacy = new LegacySnapshotSkipper();
   machine.restoreBegin();
   try {
-    for await (const chunk of storage.snapshotChunks(snapshot.meta.index, chunkBytes)) {
+    // Transient chunks: the skipper and the machine copy what they keep.
+    for await (const chunk of storage.snapshotChunks(snapshot.meta.index, chunkBytes, true)) {
       const part = legacy.take(chunk);
       if (part.length > 0) machine.restoreChunk(part);
     }

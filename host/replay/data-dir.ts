@@ -166,8 +166,9 @@ export class DataDir {
   }
 
   /** The snapshot's data in chunks, its checksum verified before the last (storage.ts). */
-  snapshotChunks(index: number, chunkBytes: number): AsyncGenerator<Uint8Array> {
-    return verifiedSnapshotChunks(join(this.dir, 'snap'), index, chunkBytes);
+  snapshotChunks(index: number, chunkBytes: number, transient = false):
+    AsyncGenerator<Uint8Array> {
+    return verifiedSnapshotChunks(join(this.dir, 'snap'), index, chunkBytes, transient);
   }
 }
 

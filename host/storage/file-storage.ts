@@ -364,9 +364,10 @@ export class FileStorage implements Storage {
     }
   }
 
-  snapshotChunks(index: number, chunkBytes: number): AsyncGenerator<Uint8Array> {
+  snapshotChunks(index: number, chunkBytes: number, transient = false):
+    AsyncGenerator<Uint8Array> {
     this.assertUsable();
-    return verifiedSnapshotChunks(this.snapDir, index, chunkBytes);
+    return verifiedSnapshotChunks(this.snapDir, index, chunkBytes, transient);
   }
 
   /** Runs an I/O step; a failure makes the storage refuse everything from then on. */

@@ -58,7 +58,8 @@ export function assertSafeU64(value: number, what: string): void {
   }
 }
 
-function viewOf(bytes: Uint8Array): DataView {
+/** A DataView over exactly the bytes of `bytes`. */
+export function viewOf(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
@@ -162,15 +163,16 @@ export type RecordDecode =
 
 /**
  * Decodes the record at `offset`. The entry's data is a view into `bytes`: the caller must
- * not reuse `bytes` while the entry lives.
+ * not reuse `bytes` while the entry lives. `view` spans the whole of `bytes`: a scan makes
+ * one for a segment rather than one per record.
  */
-export function decodeRecordAt(bytes: Uint8Array, offset: number): RecordDecode {
+export function decodeRecordAt(bytes: Uint8Array, offset: number,
+  view: DataView = viewOf(bytes)): RecordDecode {
   const available = bytes.byteLength - offset;
   if (available < RECORD_HEADER_BYTES) {
     return { kind: 'short', reason: `record header is short (${available} bytes left)` };
   }
-  const view = new DataView(bytes.buffer, bytes.byteOffset + offset, available);
-  const dataBytes = view.getUint32(4, true);
+  const dataBytes = view.getUint32(offset + 4, true);
   if (dataBytes > ENTRY_DATA_BYTES_MAX) {
     return { kind: 'bad', reason: `record length ${dataBytes} exceeds ${ENTRY_DATA_BYTES_MAX}` };
   }
@@ -178,26 +180,28 @@ export function decodeRecordAt(bytes: Uint8Array, offset: number): RecordDecode 
   if (available < frameBytes) {
     return { kind: 'short', reason: `record payload is short (${available} of ${frameBytes})` };
   }
-  const expected = view.getUint32(0, true);
+  const expected = view.getUint32(offset, true);
   // Plain Uint8Array views: Buffer#subarray is several times slower per call.
   const start = bytes.byteOffset + offset;
   if (crc32(new Uint8Array(bytes.buffer, start + 4, frameBytes - 4)) !== expected) {
     return { kind: 'bad', reason: 'record checksum mismatch' };
   }
-  return decodeVerifiedFields(view, bytes.buffer, start, frameBytes);
+  return decodeVerifiedFields(view, offset, bytes.buffer, start, frameBytes);
 }
 
 function decodeVerifiedFields(
   view: DataView,
+  offset: number,
   buffer: ArrayBufferLike,
   start: number,
   frameBytes: number,
 ): RecordDecode {
-  const term = readU64(view, 8);
-  const index = readU64(view, 16);
-  const timeMs = readU64(view, 24);
-  const type = typeOfCode(view.getUint8(32));
-  const reserved = view.getUint8(33) | view.getUint8(34) | view.getUint8(35);
+  const term = readU64(view, offset + 8);
+  const index = readU64(view, offset + 16);
+  const timeMs = readU64(view, offset + 24);
+  const type = typeOfCode(view.getUint8(offset + 32));
+  const reserved = view.getUint8(offset + 33) | view.getUint8(offset + 34) |
+    view.getUint8(offset + 35);
   if (term === null || index === null || timeMs === null || index < 1) {
     return { kind: 'bad', reason: 'record field out of range' };
   }
@@ -225,7 +229,7 @@ export function nextValidRecordOffset(bytes: Uint8Array, from: number): number {
     if (dataBytes > bytes.byteLength - offset - RECORD_HEADER_BYTES) continue;
     if (view.getUint32(offset + 20, true) > U64_HIGH_WORD_SAFE_MAX) continue;
     if (typeOfCode(view.getUint8(offset + 32)) === null) continue;
-    if (decodeRecordAt(bytes, offset).kind === 'ok') return offset;
+    if (decodeRecordAt(bytes, offset, view).kind === 'ok') return offset;
   }
   return -1;
 }

@@ -75,8 +75,11 @@ export interface Storage {
    * The data of the installed snapshot at `index`, in order, `chunkBytes` at a time. Its
    * checksum is checked before the last chunk is handed out: on a mismatch the iteration
    * throws instead, so a consumer commits nothing it read from a damaged snapshot.
+   * `transient`: the consumer copies what it keeps, so a chunk need only stay valid until
+   * the next is asked for (an implementation may then reuse its buffers).
    */
-  snapshotChunks(index: number, chunkBytes: number): AsyncIterable<Uint8Array>;
+  snapshotChunks(index: number, chunkBytes: number, transient?: boolean):
+    AsyncIterable<Uint8Array>;
   /** True while free space is too low to take writes safely; the driver refuses writes. */
   isLowOnSpace(): boolean;
   close(): Promise<void>;

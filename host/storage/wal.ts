@@ -20,7 +20,7 @@
  * that recovery cannot prove was torn at the very end of the newest segment.
  */
 import { writeSync } from 'node:fs';
-import { open, readdir, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
@@ -35,6 +35,7 @@ import {
   decodeSegmentHeader,
   encodeRecord,
   encodeSegmentHeader,
+  viewOf,
   readU64,
   RECORD_BYTES_MAX,
   RECORD_HEADER_BYTES,
@@ -197,10 +198,11 @@ export function scanSegmentBytes(
   }
   const entries: Entry[] = [];
   const offsets: number[] = [];
+  const view = viewOf(bytes);
   let offset = SEGMENT_HEADER_BYTES;
   let lastTerm = previousTerm;
   while (offset < bytes.byteLength) {
-    const decoded = decodeRecordAt(bytes, offset);
+    const decoded = decodeRecordAt(bytes, offset, view);
     if (decoded.kind !== 'ok') {
       const damage = classifyEnd(bytes, offset, isNewest);
       if (damage === null) return { kind: 'ok', entries, offsets, validBytes: offset, lastTerm };
@@ -571,14 +573,27 @@ export class Wal {
     let firstRecordIndex: number | null = null;
     let lastTerm = 0;
     let expectedFirst: number | null = null;
+    const pathOf = (firstIndex: number): string => join(this.walDir, segmentFileName(firstIndex));
+    // One segment is read while the one before it is checked: the read is one positional
+    // read in the I/O pool, so it needs nothing from this thread until it is done.
+    let reading: Promise<Buffer> | null = null;
+    const readAhead = (i: number): void => {
+      const next = names[i];
+      reading = next === undefined ? null : readWholeFile(pathOf(next));
+      // A read left behind by a refusal below must not surface as an unhandled rejection.
+      reading?.catch(() => undefined);
+    };
+    readAhead(0);
     for (const [i, firstIndex] of names.entries()) {
-      const path = join(this.walDir, segmentFileName(firstIndex));
+      const path = pathOf(firstIndex);
       const gapLimit = expectedFirst ?? snapshotIndex + 1;
       if (expectedFirst === null ? firstIndex > gapLimit : firstIndex !== gapLimit) {
         throw new StorageCorruptionError(path, 0,
           `segment starts at index ${firstIndex} but the log needs index ${gapLimit} next`);
       }
-      const scan = await this.recoverSegment(path, firstIndex, i === names.length - 1,
+      const bytes = await (reading as Promise<Buffer> | null ?? readWholeFile(path));
+      readAhead(i + 1);
+      const scan = await this.recoverSegment(path, bytes, firstIndex, i === names.length - 1,
         lastTerm, snapshotIndex);
       if (scan === null) continue;
       // A loop, not push(...): a segment can hold more records than a call has arguments.
@@ -590,9 +605,11 @@ export class Wal {
     this.lastIndexValue = Math.max(snapshotIndex, (expectedFirst ?? 1) - 1);
     await this.dropCoveredTail(snapshotIndex);
     await this.openTail();
-    // The first new segment should be a spare too: waiting here costs one zero-fill at start.
+    // The next roll should find a spare. A log with no segment rolls at its first append, so
+    // that one waits for the zero-fill here; otherwise it runs while the node restores its
+    // snapshot and applies its log, and a roll that comes first creates its segment.
     this.spares.prepare();
-    await this.spares.ready();
+    if (this.segments.length === 0) await this.spares.ready();
     return { entries, firstRecordIndex, lastIndex: this.lastIndexValue };
   }
 
@@ -623,12 +640,12 @@ export class Wal {
 
   private async recoverSegment(
     path: string,
+    bytes: Buffer,
     firstIndex: number,
     isNewest: boolean,
     previousTerm: number,
     snapshotIndex: number,
   ): Promise<Extract<SegmentScan, { kind: 'ok' }> | null> {
-    const bytes = await readFile(path);
     const scan = scanSegmentBytes(bytes, firstIndex, isNewest, previousTerm, snapshotIndex);
     if (scan.kind === 'corrupt') throw new StorageCorruptionError(path, scan.offset, scan.reason);
     if (scan.kind === 'torn-header') {
@@ -668,6 +685,27 @@ export class Wal {
     this.segments = [];
     await unlink(only.path);
     await fsyncDirectory(this.walDir, this.observe);
+  }
+}
+
+/**
+ * The whole file, read by positional reads of everything still missing: one read for a
+ * segment, where readFile would read it in small chunks with a turn of this thread for each.
+ */
+async function readWholeFile(path: string): Promise<Buffer> {
+  const handle = await open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    const bytes = Buffer.allocUnsafe(size);
+    let at = 0;
+    while (at < size) {
+      const { bytesRead } = await handle.read(bytes, at, size - at, at);
+      if (bytesRead === 0) throw new Error(`${path}: file ended at byte ${at} of ${size}`);
+      at += bytesRead;
+    }
+    return bytes;
+  } finally {
+    await handle.close();
   }
 }
 

@@ -96,6 +96,42 @@ it('the checksum is checked before the last chunk: a flipped bit never gets thro
   expect(got.length).toBe(Math.ceil(10_000 / 1024) - 1);
 });
 
+it('transient chunks reuse two buffers and, copied, give the same data', async () => {
+  const dir = await freshDir();
+  const bytes = data(9, 10_000);
+  await writeSnapshotFile(dir, meta(9), bytes);
+  const reader = await SnapshotFileReader.open(dir, 9);
+  const copies: Uint8Array[] = [];
+  const buffers = new Set<ArrayBufferLike>();
+  for await (const chunk of reader.chunks(1024, true)) {
+    copies.push(chunk.slice());
+    buffers.add(chunk.buffer);
+  }
+  expect(Buffer.concat(copies).equals(Buffer.from(bytes))).toBe(true);
+  expect(copies.map((c) => c.length)).toEqual([...Array<number>(9).fill(1024), 10_000 - 9 * 1024]);
+  expect(buffers.size).toBe(2);
+  // A consumer that stops early leaves a read ahead in flight; closing waits it out.
+  for await (const chunk of reader.chunks(1024, true)) if (chunk.length > 0) break;
+  await reader.close();
+});
+
+it('transient chunks still refuse a damaged file before its last chunk', async () => {
+  const dir = await freshDir();
+  await writeSnapshotFile(dir, meta(10), data(10));
+  const path = join(dir, snapshotFileName(10));
+  const bytes = await readFile(path);
+  bytes[bytes.length - 100] = (bytes[bytes.length - 100] ?? 0) ^ 0x10;
+  await writeFile(path, bytes);
+  const reader = await SnapshotFileReader.open(dir, 10);
+  let chunks = 0;
+  const failure = await (async () => {
+    for await (const chunk of reader.chunks(1024, true)) chunks += chunk.length > 0 ? 1 : 0;
+  })().then(() => null, (error: unknown) => error);
+  await reader.close();
+  expect(String(failure)).toMatch(/checksum mismatch/);
+  expect(chunks).toBe(Math.ceil(10_000 / 1024) - 1);
+});
+
 it('an empty snapshot streams as one empty chunk', async () => {
   const dir = await freshDir();
   await writeSnapshotFile(dir, meta(2), new Uint8Array(0));
