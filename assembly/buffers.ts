@@ -107,6 +107,16 @@ export class Reader {
     this.end = start + len;
   }
 
+  /** Starts over on another byte range, so a hot path reuses one reader (no allocation). */
+  reset(start: usize, len: usize): Reader {
+    this.pos = start;
+    this.end = start + len;
+    this.failed = false;
+    this.why = '';
+    this.lastLen = 0;
+    return this;
+  }
+
   fail(why: string): void {
     if (!this.failed) {
       this.failed = true;

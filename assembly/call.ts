@@ -13,7 +13,7 @@ import {
 } from './abi';
 import { Reader, putU8, putString } from './buffers';
 import { rowVersion, rowValuePtr, rowValueLen } from './row';
-import { paused, tenants, tenantId } from './state';
+import { paused, tenants, tenantIdOfBytes } from './state';
 import {
   Op, applyPut, applyDelete, applyIncr, evalCheck, journalReset, journalUndo,
 } from './ops';
@@ -104,12 +104,11 @@ export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool,
     if (answered) answerPaused(callShape);
     return;
   }
-  let name = String.UTF8.decodeUnsafe(tPtr, tLen);
-  if (hasWrites && (callFlags & CALL_REQUIRE_GRANT) != 0 && !granted(name)) {
+  if (hasWrites && (callFlags & CALL_REQUIRE_GRANT) != 0 && !granted(tPtr, <i32>tLen)) {
     if (answered) answerNotGranted();
     return;
   }
-  let tid = tenantId(name, hasWrites);
+  let tid = tenantIdOfBytes(tPtr, <i32>tLen, hasWrites);
   let rows0: i64 = 0, bytes0: i64 = 0;
   if (tid >= 0) {
     rows0 = unchecked(tenants[tid]).rows;
@@ -136,8 +135,8 @@ export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool,
   if (answered) emitResults(tid, timeMs, ceiling);
 }
 
-function granted(name: string): bool {
-  let tid = tenantId(name, false);
+function granted(namePtr: usize, nameLen: i32): bool {
+  let tid = tenantIdOfBytes(namePtr, nameLen, false);
   if (tid < 0) return false;
   let q = unchecked(tenants[tid]).quota;
   return q != null && q.enabled;

@@ -30,6 +30,15 @@ import { parseRequestFrame } from './request/parse';
 import * as idempotency from './idempotency';
 import * as checkpoints from './checkpoints';
 
+/**
+ * The readers of the apply path, one per nesting level (the entries, an entry's envelope, its
+ * command): reused, so applying an entry allocates nothing for them. Nothing keeps a reader
+ * past the export call that reset it.
+ */
+const entriesReader = new Reader(0, 0);
+const envelopeReader = new Reader(0, 0);
+const commandReader = new Reader(0, 0);
+
 function join(lo: i32, hi: i32): i64 {
   return (<i64>hi << 32) | (<i64>lo & 0xffffffff);
 }
@@ -53,7 +62,7 @@ export function apply(len: i32, indexLo: i32, indexHi: i32, timeLo: i32, timeHi:
   resetOutput();
   let index = join(indexLo, indexHi);
   let time = entryTime(index, join(timeLo, timeHi));
-  applyCommand(new Reader(inputPtr, <usize>len), time, true);
+  applyCommand(commandReader.reset(inputPtr, <usize>len), time, true);
   setApplied(index, time);
   checkpoints.recordApplied();
   heapMaybeCompact();
@@ -102,7 +111,7 @@ export function setOrigin(len: i32, incarnation: i32): void {
  */
 export function applyEntries(len: i32): i32 {
   resetOutput();
-  let rd = new Reader(inputPtr, <usize>len);
+  let rd = entriesReader.reset(inputPtr, <usize>len);
   let count = rd.u32();
   for (let i: u32 = 0; i < count; i++) {
     let index = rd.i64();
@@ -130,7 +139,7 @@ function noopEntry(): void {
 
 /** One normal entry: its envelope, the dedup decision, then its command. */
 function applyEntry(dataPtr: usize, dataLen: i32, index: i64, time: i64): void {
-  let env = new Reader(dataPtr, <usize>dataLen);
+  let env = envelopeReader.reset(dataPtr, <usize>dataLen);
   let version = env.u8();
   let idLen = env.u8();
   let idPtr = env.pos;
@@ -147,7 +156,7 @@ function applyEntry(dataPtr: usize, dataLen: i32, index: i64, time: i64): void {
   let mine = isSelf(idPtr, idLen, incarnation);
   putU8(mine ? 1 : 0);
   if (mine) putI64(seq);
-  applyCommand(new Reader(env.pos, env.end - env.pos), time, mine);
+  applyCommand(commandReader.reset(env.pos, env.end - env.pos), time, mine);
 }
 
 function applySweep(rd: Reader, time: i64): void {
@@ -186,7 +195,7 @@ export function read(len: i32, nowLo: i32, nowHi: i32): i32 {
   resetOutput();
   let now = join(nowLo, nowHi);
   if (now < lastTimeMs) now = lastTimeMs;
-  let rd = new Reader(inputPtr, <usize>len);
+  let rd = commandReader.reset(inputPtr, <usize>len);
   let kind = rd.u8();
   if (kind != CMD_CALL) emitInvalid(rd.failed ? rd.why : 'not a call');
   else runCall(rd, kind, now, false, true);

@@ -108,6 +108,26 @@ export function tenantId(name: string, create: bool): i32 {
   return id;
 }
 
+/** The tenant `tenantIdOfBytes` found last: a call usually names the one the last named. */
+let lastTenantId: i32 = -1;
+
+/**
+ * `tenantId` of the tenant named by these UTF-8 bytes. The tenant the last lookup found is
+ * checked first, by its name's bytes, which spares a call the name's string and the map.
+ * The check needs no invalidation: it compares with whatever tenant holds that id now.
+ */
+export function tenantIdOfBytes(p: usize, len: i32, create: bool): i32 {
+  let last = lastTenantId;
+  if (last >= 0 && last < tenants.length) {
+    let name = unchecked(tenants[last]).nameBytes;
+    if (name.byteLength == len &&
+      memory.compare(changetype<usize>(name), p, <usize>len) == 0) return last;
+  }
+  let id = tenantId(String.UTF8.decodeUnsafe(p, <usize>len), create);
+  if (id >= 0) lastTenantId = id;
+  return id;
+}
+
 /** The state's byte total (see `stateBytesTotal`). */
 export function stateBytes(): i64 {
   return stateBytesTotal;
