@@ -127,7 +127,8 @@ export class FileStorage implements Storage {
    * `commitIndex` is clamped into [snapshot index, last index]: Raft keeps it volatile
    * (Figure 2), and only a durable log entry may be claimed as committed here.
    */
-  async recover(): Promise<RecoveredState> {
+  async recover(whileLogReads?: (snapshot: Snapshot | null) => Promise<void>):
+    Promise<RecoveredState> {
     if (this.phase !== 'new') throw new Error(`assertion failed: recover() when ${this.phase}`);
     this.phase = 'recovering';
     try {
@@ -136,7 +137,8 @@ export class FileStorage implements Storage {
       const stored = (await readHardStateFile(this.dir)) ?? EMPTY_HARD_STATE;
       const { snapshot, fallback } = await this.chooseSnapshot();
       this.onRecoverPhase?.('snapshot verified');
-      const log = await this.recoverLog(snapshot, fallback);
+      const log = await this.recoverLog(snapshot, fallback,
+        whileLogReads === undefined ? undefined : () => whileLogReads(snapshot));
       this.onRecoverPhase?.('log read');
       const snapshotIndex = snapshot?.meta.index ?? 0;
       const commitIndex = Math.max(snapshotIndex, Math.min(stored.commitIndex, log.lastIndex));
@@ -186,10 +188,10 @@ export class FileStorage implements Storage {
    * Reads the log after the chosen snapshot. After a fallback, the log must still hold every
    * index from the older snapshot up to the damaged one's, or committed state would be lost.
    */
-  private async recoverLog(snapshot: Snapshot | null, fallback: Fallback | null):
-    Promise<WalRecovery> {
+  private async recoverLog(snapshot: Snapshot | null, fallback: Fallback | null,
+    meanwhile: (() => Promise<void>) | undefined): Promise<WalRecovery> {
     const snapshotIndex = snapshot?.meta.index ?? 0;
-    if (fallback === null) return this.wal.recover(snapshotIndex);
+    if (fallback === null) return this.wal.recover(snapshotIndex, meanwhile);
     const refuse = (detail: string): StorageCorruptionError =>
       new StorageCorruptionError(fallback.path, fallback.decode.offset,
         `${fallback.decode.reason}; cannot fall back to snapshot ${snapshotIndex}: ${detail}`);
@@ -208,6 +210,7 @@ export class FileStorage implements Storage {
       throw refuse(uncovered);
     }
     await setAsideSnapshot(this.snapDir, fallback.index, this.observe);
+    await meanwhile?.();
     return log;
   }
 
@@ -366,7 +369,8 @@ export class FileStorage implements Storage {
 
   snapshotChunks(index: number, chunkBytes: number, transient = false):
     AsyncGenerator<Uint8Array> {
-    this.assertUsable();
+    // Also while recovering: the snapshot recovery chose is restored as the log is read.
+    if (this.phase !== 'recovering') this.assertUsable();
     return verifiedSnapshotChunks(this.snapDir, index, chunkBytes, transient);
   }
 

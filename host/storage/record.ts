@@ -217,6 +217,22 @@ function decodeVerifiedFields(
 }
 
 /**
+ * The entry of a record that a scan has verified already (checksum and fields): what a
+ * recovery builds from the offsets a scan in another thread found, without checking the
+ * checksum twice. Throws if the fields do not decode after all (a caller bug).
+ */
+export function decodeVerifiedRecordAt(bytes: Uint8Array, offset: number, view: DataView):
+  Entry {
+  const frameBytes = RECORD_HEADER_BYTES + view.getUint32(offset + 4, true);
+  const decoded = decodeVerifiedFields(view, offset, bytes.buffer, bytes.byteOffset + offset,
+    frameBytes);
+  if (decoded.kind !== 'ok') {
+    throw new Error(`assertion failed: a verified record does not decode: ${decoded.reason}`);
+  }
+  return decoded.entry;
+}
+
+/**
  * The offset of the first record that verifies in `bytes` at or after `from`, or -1. Used to
  * tell a torn tail (nothing valid after the damage) from damage in the middle of the log.
  * Bounded by the buffer length; cheap pre-checks keep the checksum work to plausible frames.

@@ -46,8 +46,13 @@ export interface SnapshotSink {
 }
 
 export interface Storage {
-  /** Reads the directory once, at start-up. Creates an empty store if there is none. */
-  recover(): Promise<RecoveredState>;
+  /**
+   * Reads the directory once, at start-up. Creates an empty store if there is none.
+   * `whileLogReads` is called with the snapshot recovery chose, once it is chosen, and runs
+   * while the log is read and checked (a node restores the snapshot then); recovery waits
+   * for it and rejects with its error.
+   */
+  recover(whileLogReads?: (snapshot: Snapshot | null) => Promise<void>): Promise<RecoveredState>;
   /** Buffers entries to write; see the overwrite rule above. */
   append(entries: readonly Entry[]): void;
   /** Buffers a new hard state; it becomes durable with the next `sync()`. */

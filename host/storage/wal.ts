@@ -27,21 +27,19 @@ import { performance } from 'node:perf_hooks';
 import type { Entry } from '../core/raft/types.js';
 import { StorageCorruptionError } from './storage.js';
 import {
-  anyValidRecordFrom,
-  decodeRecordAt,
-  holdsUnwrittenSector,
   isZeroRange,
-  nextValidRecordOffset,
-  decodeSegmentHeader,
   encodeRecord,
   encodeSegmentHeader,
-  viewOf,
   readU64,
   RECORD_BYTES_MAX,
   RECORD_HEADER_BYTES,
   SEGMENT_HEADER_BYTES,
 } from './record.js';
+import { readSegments } from './segment-reader.js';
+import type { SegmentScan } from './segment-scan.js';
 import { SegmentPreallocator, type SpareSegment } from './wal-prealloc.js';
+
+export { scanSegmentBytes } from './segment-scan.js';
 
 /** Default roll size of a segment (64 MiB). */
 export const SEGMENT_BYTES_DEFAULT = 64 * 1024 * 1024;
@@ -158,86 +156,6 @@ export interface WalRecovery {
   readonly firstRecordIndex: number | null;
   /** The last index of the log (the snapshot index when no record is after it). */
   readonly lastIndex: number;
-}
-
-type SegmentScan =
-  | {
-      readonly kind: 'ok';
-      readonly entries: Entry[];
-      readonly offsets: number[];
-      readonly validBytes: number;
-      readonly lastTerm: number;
-    }
-  | { readonly kind: 'torn-header' }
-  | { readonly kind: 'corrupt'; readonly offset: number; readonly reason: string };
-
-function corruptAt(offset: number, reason: string): SegmentScan {
-  return { kind: 'corrupt', offset, reason };
-}
-
-/**
- * Pure classification of one segment's bytes (recovery rules of storage.ts): damage in the
- * newest segment with no verifying record after it is a torn tail; anything else is corrupt.
- * `keepAfter`: entries at or below it are checked but not returned.
- */
-export function scanSegmentBytes(
-  bytes: Uint8Array,
-  nameIndex: number,
-  isNewest: boolean,
-  previousTerm: number,
-  keepAfter: number,
-): SegmentScan {
-  const header = decodeSegmentHeader(bytes);
-  if (header.kind === 'bad') {
-    if (isZeroRange(bytes, 0, bytes.byteLength)) return { kind: 'torn-header' };
-    if (isNewest && !anyValidRecordFrom(bytes, 0)) return { kind: 'torn-header' };
-    return corruptAt(0, header.reason);
-  }
-  if (header.firstIndex !== nameIndex) {
-    return corruptAt(0, `header first index ${header.firstIndex} does not match the file name`);
-  }
-  const entries: Entry[] = [];
-  const offsets: number[] = [];
-  const view = viewOf(bytes);
-  let offset = SEGMENT_HEADER_BYTES;
-  let lastTerm = previousTerm;
-  while (offset < bytes.byteLength) {
-    const decoded = decodeRecordAt(bytes, offset, view);
-    if (decoded.kind !== 'ok') {
-      const damage = classifyEnd(bytes, offset, isNewest);
-      if (damage === null) return { kind: 'ok', entries, offsets, validBytes: offset, lastTerm };
-      return corruptAt(offset, `${decoded.reason}; ${damage}`);
-    }
-    const expectedIndex = nameIndex + offsets.length;
-    const { entry } = decoded;
-    if (entry.index !== expectedIndex) {
-      return corruptAt(offset, `record index ${entry.index} where ${expectedIndex} was expected`);
-    }
-    if (entry.term < lastTerm) {
-      return corruptAt(offset, `record term ${entry.term} is below the previous ${lastTerm}`);
-    }
-    lastTerm = entry.term;
-    offsets.push(offset);
-    if (entry.index > keepAfter) entries.push(entry);
-    offset += decoded.frameBytes;
-  }
-  return { kind: 'ok', entries, offsets, validBytes: offset, lastTerm };
-}
-
-/**
- * Where the records of a segment stop at `offset`: null when the rest is the end of the log
- * (the zero-filled room of a segment, or in the newest segment a write torn by a crash before
- * its fsync), else why it is damage. A torn write shows as nothing valid after it, or as a
- * sector of zeros before the next valid record: bytes a write never reached. A record found
- * after such a hole was written after it, so its fsync (which covers the hole too) never
- * returned, and it was never acknowledged.
- */
-function classifyEnd(bytes: Uint8Array, offset: number, isNewest: boolean): string | null {
-  if (isZeroRange(bytes, offset, bytes.byteLength)) return null;
-  if (!isNewest) return 'not in the newest segment';
-  const next = nextValidRecordOffset(bytes, offset + 1);
-  if (next < 0 || holdsUnwrittenSector(bytes, offset, next)) return null;
-  return `a valid record follows it at byte ${next}`;
 }
 
 function assertion(condition: boolean, message: string): asserts condition {
@@ -565,42 +483,35 @@ export class Wal {
    * `snapshotIndex`, verifies every record, erases a torn tail (zeros and fsync), and
    * rejects any other damage with a StorageCorruptionError naming the file and offset.
    */
-  async recover(snapshotIndex: number): Promise<WalRecovery> {
+  async recover(snapshotIndex: number, meanwhile?: () => Promise<void>): Promise<WalRecovery> {
     this.floorIndex = snapshotIndex;
     await this.spares.removeLeftovers();
     const names = await this.retainedSegmentNames(snapshotIndex);
     const entries: Entry[] = [];
     let firstRecordIndex: number | null = null;
-    let lastTerm = 0;
     let expectedFirst: number | null = null;
     const pathOf = (firstIndex: number): string => join(this.walDir, segmentFileName(firstIndex));
-    // One segment is read while the one before it is checked: the read is one positional
-    // read in the I/O pool, so it needs nothing from this thread until it is done.
-    let reading: Promise<Buffer> | null = null;
-    const readAhead = (i: number): void => {
-      const next = names[i];
-      reading = next === undefined ? null : readWholeFile(pathOf(next));
-      // A read left behind by a refusal below must not surface as an unhandled rejection.
-      reading?.catch(() => undefined);
-    };
-    readAhead(0);
-    for (const [i, firstIndex] of names.entries()) {
-      const path = pathOf(firstIndex);
-      const gapLimit = expectedFirst ?? snapshotIndex + 1;
-      if (expectedFirst === null ? firstIndex > gapLimit : firstIndex !== gapLimit) {
-        throw new StorageCorruptionError(path, 0,
-          `segment starts at index ${firstIndex} but the log needs index ${gapLimit} next`);
+    const source = readSegments({ paths: names.map(pathOf), firstIndexes: names }, snapshotIndex);
+    try {
+      // The segments are read (and, in the worker, checked) while the caller works.
+      await meanwhile?.();
+      for (const [i, firstIndex] of names.entries()) {
+        const path = pathOf(firstIndex);
+        const gapLimit = expectedFirst ?? snapshotIndex + 1;
+        if (expectedFirst === null ? firstIndex > gapLimit : firstIndex !== gapLimit) {
+          throw new StorageCorruptionError(path, 0,
+            `segment starts at index ${firstIndex} but the log needs index ${gapLimit} next`);
+        }
+        const { bytes, scan } = await source.next(i);
+        const kept = await this.recoverSegment(path, bytes, firstIndex, scan);
+        if (kept === null) continue;
+        // A loop, not push(...): a segment can hold more records than a call has arguments.
+        for (const entry of kept.entries) entries.push(entry);
+        if (kept.offsets.length > 0) firstRecordIndex ??= firstIndex;
+        expectedFirst = firstIndex + kept.offsets.length;
       }
-      const bytes = await (reading as Promise<Buffer> | null ?? readWholeFile(path));
-      readAhead(i + 1);
-      const scan = await this.recoverSegment(path, bytes, firstIndex, i === names.length - 1,
-        lastTerm, snapshotIndex);
-      if (scan === null) continue;
-      // A loop, not push(...): a segment can hold more records than a call has arguments.
-      for (const entry of scan.entries) entries.push(entry);
-      lastTerm = scan.lastTerm;
-      if (scan.offsets.length > 0) firstRecordIndex ??= firstIndex;
-      expectedFirst = firstIndex + scan.offsets.length;
+    } finally {
+      await source.close();
     }
     this.lastIndexValue = Math.max(snapshotIndex, (expectedFirst ?? 1) - 1);
     await this.dropCoveredTail(snapshotIndex);
@@ -638,15 +549,13 @@ export class Wal {
     return names;
   }
 
+  /** Acts on one segment's scan: refuses damage, drops a torn header, cuts a torn tail. */
   private async recoverSegment(
     path: string,
     bytes: Buffer,
     firstIndex: number,
-    isNewest: boolean,
-    previousTerm: number,
-    snapshotIndex: number,
+    scan: SegmentScan,
   ): Promise<Extract<SegmentScan, { kind: 'ok' }> | null> {
-    const scan = scanSegmentBytes(bytes, firstIndex, isNewest, previousTerm, snapshotIndex);
     if (scan.kind === 'corrupt') throw new StorageCorruptionError(path, scan.offset, scan.reason);
     if (scan.kind === 'torn-header') {
       await unlink(path);
@@ -685,27 +594,6 @@ export class Wal {
     this.segments = [];
     await unlink(only.path);
     await fsyncDirectory(this.walDir, this.observe);
-  }
-}
-
-/**
- * The whole file, read by positional reads of everything still missing: one read for a
- * segment, where readFile would read it in small chunks with a turn of this thread for each.
- */
-async function readWholeFile(path: string): Promise<Buffer> {
-  const handle = await open(path, 'r');
-  try {
-    const { size } = await handle.stat();
-    const bytes = Buffer.allocUnsafe(size);
-    let at = 0;
-    while (at < size) {
-      const { bytesRead } = await handle.read(bytes, at, size - at, at);
-      if (bytesRead === 0) throw new Error(`${path}: file ended at byte ${at} of ${size}`);
-      at += bytesRead;
-    }
-    return bytes;
-  } finally {
-    await handle.close();
   }
 }
 

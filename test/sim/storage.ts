@@ -171,8 +171,11 @@ export class SimStorage implements Storage {
     private readonly rng: SimRandom, private readonly faults: Faults,
     private readonly trace: Trace, private readonly hooks: SimStorageHooks) {}
 
-  recover(): Promise<RecoveredState> {
-    return this.later(READ_US, () => this.readBack());
+  async recover(whileLogReads?: (snapshot: Snapshot | null) => Promise<void>):
+    Promise<RecoveredState> {
+    const state = await this.later(READ_US, () => this.readBack());
+    await whileLogReads?.(state.snapshot);
+    return state;
   }
 
   append(entries: readonly Entry[]): void {

@@ -19,7 +19,8 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SOURCES = [
   'host/core/raft/types.ts', 'host/core/raft/configuration.ts',
   'host/storage/storage.ts', 'host/storage/record.ts',
-  'host/storage/wal.ts', 'host/storage/wal-prealloc.ts',
+  'host/storage/wal.ts', 'host/storage/wal-prealloc.ts', 'host/storage/segment-scan.ts',
+  'host/storage/segment-reader.ts', 'host/storage/segment-reader-worker.ts',
   'host/storage/hard-state-file.ts', 'host/storage/snapshot-files.ts',
   'host/storage/file-storage.ts',
 ];
