@@ -46,13 +46,15 @@ const WORKER_URL = new URL('./segment-reader-worker.js', import.meta.url);
 
 /**
  * The segments at `paths` (first indexes `firstIndexes`), scanned with the rules of
- * segment-scan.ts; entries at or below `keepAfter` are checked but not built.
+ * segment-scan.ts; entries at or below `keepAfter` are checked but not built. `workerUrl`
+ * is for tests (a worker that fails).
  */
-export function readSegments(work: SegmentWork, keepAfter: number): SegmentSource {
-  if (work.paths.length > 0 && existsSync(fileURLToPath(WORKER_URL))) {
-    return new WorkerSegments(work, keepAfter);
+export function readSegments(work: SegmentWork, keepAfter: number, workerUrl = WORKER_URL):
+  SegmentSource {
+  if (work.paths.length > 0 && existsSync(fileURLToPath(workerUrl))) {
+    return new WorkerSegments(work, keepAfter, workerUrl);
   }
-  return new LocalSegments(work, keepAfter);
+  return new LocalSegments(work, keepAfter, 0, 0);
 }
 
 /**
@@ -65,14 +67,14 @@ export function scanInTurn(work: SegmentWork, i: number, bytes: Uint8Array, prev
     previousTerm, keepAfter);
 }
 
-/** Reads in this thread, one segment ahead. */
+/** Reads in this thread, one segment ahead, from segment `first` (after `lastTerm`). */
 class LocalSegments implements SegmentSource {
   private reading: Promise<Buffer> | null = null;
   private readingIndex = -1;
-  private lastTerm = 0;
 
-  constructor(private readonly work: SegmentWork, private readonly keepAfter: number) {
-    this.readAhead(0);
+  constructor(private readonly work: SegmentWork, private readonly keepAfter: number,
+    first: number, private lastTerm: number) {
+    this.readAhead(first);
   }
 
   private readAhead(i: number): void {
@@ -105,15 +107,23 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-/** Reads in the worker; posts arrive in order and wait here until asked for. */
+/**
+ * Reads in the worker; posts arrive in order and wait here until asked for. Should the
+ * worker fail (it cannot start, or it dies), the segments it did not post are read in this
+ * thread instead: a start is slower then, never refused for it.
+ */
 class WorkerSegments implements SegmentSource {
   private readonly worker: Worker;
   private readonly arrived = new Map<number, SegmentMessage>();
   private readonly waiting = new Map<number, Waiter>();
   private failure: unknown = null;
+  /** The last term of the sound segments handed out so far. */
+  private lastTerm = 0;
+  private local: LocalSegments | null = null;
 
-  constructor(private readonly work: SegmentWork, private readonly keepAfter: number) {
-    this.worker = new Worker(WORKER_URL, { workerData: work });
+  constructor(private readonly work: SegmentWork, private readonly keepAfter: number,
+    workerUrl: URL) {
+    this.worker = new Worker(workerUrl, { workerData: work });
     this.worker.on('message', (message: SegmentMessage) => {
       const waiter = this.waiting.get(message.i);
       this.waiting.delete(message.i);
@@ -145,13 +155,21 @@ class WorkerSegments implements SegmentSource {
   }
 
   async next(i: number): Promise<ReadSegment> {
-    const message = await this.message(i);
+    if (this.local !== null) return this.local.next(i);
+    let message: SegmentMessage;
+    try {
+      message = await this.message(i);
+    } catch {
+      this.local = new LocalSegments(this.work, this.keepAfter, i, this.lastTerm);
+      return this.local.next(i);
+    }
     if ('error' in message) {
       throw Object.assign(new Error(message.error), { code: message.code });
     }
     const bytes = Buffer.from(message.bytes);
     const { verdict } = message;
     if (verdict.kind !== 'ok') return { bytes, scan: verdict };
+    this.lastTerm = verdict.lastTerm;
     const firstIndex = this.work.firstIndexes[i] as number;
     return { bytes, scan: { ...verdict,
       entries: entriesAt(bytes, verdict.offsets, firstIndex, this.keepAfter) } };
@@ -160,6 +178,7 @@ class WorkerSegments implements SegmentSource {
   async close(): Promise<void> {
     this.worker.removeAllListeners('exit');
     await this.worker.terminate();
+    await this.local?.close();
   }
 }
 

@@ -15,8 +15,10 @@ import { readSegments as readHere, type SegmentSource } from
   '../../host/storage/segment-reader.js';
 
 type ReadSegments = typeof readHere;
-const built = await import(new URL('../../dist/host/storage/segment-reader.js',
-  import.meta.url).href) as { readSegments: ReadSegments };
+const BUILT_URL = new URL('../../dist/host/storage/segment-reader.js', import.meta.url);
+const built = await import(BUILT_URL.href) as {
+  readSegments: (...args: [...Parameters<ReadSegments>, URL?]) => SegmentSource;
+};
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -120,3 +122,31 @@ it('stops on a missing file with the same error, and a refusal leaves no read be
     await early.next(0);
     await early.close();
   });
+
+it('reads in this thread what a failed worker did not post, with the same result', async () => {
+  const work = await writeLog();
+  const here = await scans(readHere(work, 10), work.paths.length);
+  const dir = await mkdtemp(join(tmpdir(), 'hivekv-segworker-'));
+  dirs.push(dir);
+  const worker = async (name: string, body: string): Promise<URL> => {
+    const path = join(dir, name);
+    await writeFile(path, body);
+    return new URL(`file://${path}`);
+  };
+  const throwsAtOnce = await worker('throws.mjs', "throw new Error('no worker today');\n");
+  const exitsAtOnce = await worker('exits.mjs', 'process.exit(0);\n');
+  // Posts the first segment as the real worker does, then dies.
+  const diesAfterOne = await worker('dies.mjs', `
+    import { parentPort, workerData } from 'node:worker_threads';
+    import { readWholeFileSync, scanInTurn } from ${JSON.stringify(BUILT_URL.href)};
+    const bytes = readWholeFileSync(workerData.paths[0]);
+    const { entries: _none, ...verdict } = scanInTurn(workerData, 0, bytes, 0,
+      Number.MAX_SAFE_INTEGER);
+    parentPort.postMessage({ i: 0, verdict, bytes: bytes.buffer }, [bytes.buffer]);
+    throw new Error('died after one segment');
+  `);
+  for (const url of [throwsAtOnce, exitsAtOnce, diesAfterOne]) {
+    expect(await scans(built.readSegments(work, 10, url), work.paths.length), url.pathname)
+      .toEqual(here);
+  }
+});
