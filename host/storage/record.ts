@@ -223,13 +223,18 @@ function decodeVerifiedFields(
  */
 export function decodeVerifiedRecordAt(bytes: Uint8Array, offset: number, view: DataView):
   Entry {
-  const frameBytes = RECORD_HEADER_BYTES + view.getUint32(offset + 4, true);
-  const decoded = decodeVerifiedFields(view, offset, bytes.buffer, bytes.byteOffset + offset,
-    frameBytes);
-  if (decoded.kind !== 'ok') {
-    throw new Error(`assertion failed: a verified record does not decode: ${decoded.reason}`);
-  }
-  return decoded.entry;
+  // The scan checked every field (safe integers, a known type, zero reserved bytes), so
+  // this builds the entry and nothing else: it runs a million times in a large start.
+  const type = typeOfCode(view.getUint8(offset + 32));
+  if (type === null) throw new Error('assertion failed: a verified record has no type');
+  return {
+    term: view.getUint32(offset + 12, true) * U32_RANGE + view.getUint32(offset + 8, true),
+    index: view.getUint32(offset + 20, true) * U32_RANGE + view.getUint32(offset + 16, true),
+    timeMs: view.getUint32(offset + 28, true) * U32_RANGE + view.getUint32(offset + 24, true),
+    type,
+    data: new Uint8Array(bytes.buffer, bytes.byteOffset + offset + RECORD_HEADER_BYTES,
+      view.getUint32(offset + 4, true)),
+  };
 }
 
 /**

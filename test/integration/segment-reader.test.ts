@@ -27,7 +27,8 @@ afterEach(async () => {
 
 function entries(from: number, count: number, term: number): Entry[] {
   return Array.from({ length: count }, (_, i) => ({
-    term, index: from + i, timeMs: 7_000 + i, type: 'normal' as const,
+    // Times past 2^32 ms, so both words of every u64 field are read back.
+    term, index: from + i, timeMs: 2 ** 41 + 7_000 * i, type: 'normal' as const,
     data: Uint8Array.from({ length: 40 + ((from + i) * 13) % 90 }, (_, j) => (i + j) & 0xff),
   }));
 }
@@ -55,7 +56,7 @@ async function scans(source: SegmentSource, count: number): Promise<unknown[]> {
     for (let i = 0; i < count; i++) {
       const { bytes, scan } = await source.next(i);
       out.push({ bytes: bytes.byteLength, ...scan,
-        entries: 'entries' in scan ? scan.entries.map((e) => [e.index, e.term,
+        entries: 'entries' in scan ? scan.entries.map((e) => [e.index, e.term, e.timeMs, e.type,
           Buffer.from(e.data).toString('hex')]) : undefined });
       if (scan.kind !== 'ok') break;
     }
