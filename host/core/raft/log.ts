@@ -170,9 +170,13 @@ export class RaftLog {
     let prevTerm = this.lastTerm();
     let prevTimeMs = this.lastTimeMs();
     for (const entry of entries) {
-      raftAssert(entry.index === this.lastIndex() + 1, `log hole at ${entry.index}`);
-      raftAssert(entry.term >= prevTerm, `term decreases at index ${entry.index}`);
-      raftAssert(entry.timeMs >= prevTimeMs, `timeMs decreases at index ${entry.index}`);
+      // One test first: this runs per entry, and the messages are built only for a failure.
+      if (entry.index !== this.lastIndex() + 1 || entry.term < prevTerm ||
+        entry.timeMs < prevTimeMs) {
+        raftAssert(entry.index === this.lastIndex() + 1, `log hole at ${entry.index}`);
+        raftAssert(entry.term >= prevTerm, `term decreases at index ${entry.index}`);
+        raftAssert(entry.timeMs >= prevTimeMs, `timeMs decreases at index ${entry.index}`);
+      }
       this.entries.push(entry);
       prevTerm = entry.term;
       prevTimeMs = entry.timeMs;
