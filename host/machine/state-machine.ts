@@ -338,14 +338,16 @@ export class StateMachine {
     view.setUint32(0, entries.length, true);
     let at = 4;
     for (const entry of entries) {
+      // Read once: a recovered entry makes its data view when asked (storage/record.ts).
+      const data = entry.data;
       view.setUint32(at, lo32(entry.index), true);
       view.setUint32(at + 4, hi32(entry.index), true);
       view.setUint32(at + 8, lo32(entry.timeMs), true);
       view.setUint32(at + 12, hi32(entry.timeMs), true);
       view.setUint8(at + 16, entry.type === 'normal' ? ENTRY_NORMAL : ENTRY_EMPTY);
-      view.setUint32(at + 17, entry.data.length, true);
-      input.set(entry.data, at + ENTRY_FRAME_BYTES);
-      at += ENTRY_FRAME_BYTES + entry.data.length;
+      view.setUint32(at + 17, data.length, true);
+      input.set(data, at + ENTRY_FRAME_BYTES);
+      at += ENTRY_FRAME_BYTES + data.length;
     }
     this.entriesBytes = bytes;
   }

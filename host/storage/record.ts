@@ -227,14 +227,33 @@ export function decodeVerifiedRecordAt(bytes: Uint8Array, offset: number, view: 
   // this builds the entry and nothing else: it runs a million times in a large start.
   const type = typeOfCode(view.getUint8(offset + 32));
   if (type === null) throw new Error('assertion failed: a verified record has no type');
-  return {
-    term: view.getUint32(offset + 12, true) * U32_RANGE + view.getUint32(offset + 8, true),
-    index: view.getUint32(offset + 20, true) * U32_RANGE + view.getUint32(offset + 16, true),
-    timeMs: view.getUint32(offset + 28, true) * U32_RANGE + view.getUint32(offset + 24, true),
-    type,
-    data: new Uint8Array(bytes.buffer, bytes.byteOffset + offset + RECORD_HEADER_BYTES,
-      view.getUint32(offset + 4, true)),
-  };
+  return new RecordEntry(
+    view.getUint32(offset + 12, true) * U32_RANGE + view.getUint32(offset + 8, true),
+    view.getUint32(offset + 20, true) * U32_RANGE + view.getUint32(offset + 16, true),
+    view.getUint32(offset + 28, true) * U32_RANGE + view.getUint32(offset + 24, true),
+    type, bytes.buffer, bytes.byteOffset + offset + RECORD_HEADER_BYTES,
+    view.getUint32(offset + 4, true));
+}
+
+/**
+ * An entry read back from a segment: its data is a view of the segment's bytes made when it
+ * is asked for. A recovered log holds its entries until they are compacted, and a view kept
+ * per entry would cost the heap an object (about a hundred bytes) for each of them.
+ */
+class RecordEntry implements Entry {
+  constructor(
+    readonly term: number,
+    readonly index: number,
+    readonly timeMs: number,
+    readonly type: EntryType,
+    private readonly buffer: ArrayBufferLike,
+    private readonly dataOffset: number,
+    private readonly dataBytes: number,
+  ) {}
+
+  get data(): Uint8Array {
+    return new Uint8Array(this.buffer, this.dataOffset, this.dataBytes);
+  }
 }
 
 /**
