@@ -12,12 +12,46 @@
 import { DEDUP_WINDOW, DEDUP_ORIGINS_MAX, ORIGIN_ID_BYTES_MAX } from './abi';
 import { Reader, putU32, putI64, putBytes } from './buffers';
 
+/** Bits of the window in one word of `OriginWindow.seen`. */
+const WORD_BITS: i64 = 64;
+
 class OriginWindow {
   highestSeq: i64 = 0;
-  /** Sequence numbers in (highestSeq - DEDUP_WINDOW, highestSeq] already applied. */
-  seen: Set<i64> = new Set<i64>();
+  /**
+   * Which sequence numbers in (highestSeq - DEDUP_WINDOW, highestSeq] were applied: bit
+   * `seq mod DEDUP_WINDOW`. A slot is cleared as the window moves past the number it held,
+   * so a bit always speaks for the one number of the window that maps to it. Checking and
+   * recording a number is a bit test, with no allocation (a set of numbers cost hashing and
+   * a rebuild every DEDUP_WINDOW entries).
+   */
+  seen: StaticArray<u64> = new StaticArray<u64>(DEDUP_WINDOW / <i32>WORD_BITS);
   /** Log index of the last entry of this origin, for least-recently-applied eviction. */
   lastIndex: i64 = 0;
+
+  has(seq: i64): bool {
+    let slot = seq & (<i64>DEDUP_WINDOW - 1);
+    let word = unchecked(this.seen[<i32>(slot / WORD_BITS)]);
+    return (word & (<u64>1 << <u64>(slot % WORD_BITS))) != 0;
+  }
+
+  /** Records `seq` (above highestSeq - DEDUP_WINDOW); moves the window up to it. */
+  add(seq: i64): void {
+    if (seq > this.highestSeq) {
+      // The slots of the numbers the window leaves behind are those of the numbers it takes in.
+      let from = max(this.highestSeq + 1, seq - <i64>DEDUP_WINDOW + 1);
+      for (let s = from; s <= seq; s++) this.set(s, false);
+      this.highestSeq = seq;
+    }
+    this.set(seq, true);
+  }
+
+  private set(seq: i64, on: bool): void {
+    let slot = seq & (<i64>DEDUP_WINDOW - 1);
+    let word = <i32>(slot / WORD_BITS);
+    let bit = <u64>1 << <u64>(slot % WORD_BITS);
+    let w = unchecked(this.seen[word]);
+    unchecked(this.seen[word] = on ? w | bit : w & ~bit);
+  }
 }
 
 /** Keyed by `<incarnation>:<node id>`: strings hash by content (STYLE.md: no buffer keys). */
@@ -87,23 +121,10 @@ export function admit(idPtr: usize, idLen: i32, incarnation: u32, seq: i64,
   entryIndex: i64): bool {
   let window = windowOf(idPtr, idLen, incarnation, entryIndex);
   window.lastIndex = entryIndex;
-  if (seq <= window.highestSeq - DEDUP_WINDOW || window.seen.has(seq)) return false;
-  window.seen.add(seq);
-  if (seq > window.highestSeq) window.highestSeq = seq;
-  // Pruning is amortised: only when the set has grown to twice the window.
-  if (window.seen.size > 2 * DEDUP_WINDOW) prune(window);
+  if (seq <= window.highestSeq - DEDUP_WINDOW) return false;
+  if (seq <= window.highestSeq && window.has(seq)) return false;
+  window.add(seq);
   return true;
-}
-
-function prune(window: OriginWindow): void {
-  let floor = window.highestSeq - DEDUP_WINDOW;
-  let kept = new Set<i64>();
-  let values = window.seen.values();
-  for (let i = 0; i < values.length; i++) {
-    let seq = unchecked(values[i]);
-    if (seq > floor) kept.add(seq);
-  }
-  window.seen = kept;
 }
 
 function evictOldest(): void {
@@ -145,11 +166,10 @@ export function writeDedup(): void {
     putBytes(changetype<usize>(name), <usize>name.byteLength);
     putI64(w.highestSeq);
     putI64(w.lastIndex);
-    let floor = w.highestSeq - DEDUP_WINDOW;
-    let all = w.seen.values();
     let seqs = new Array<i64>();
-    for (let j = 0; j < all.length; j++) if (unchecked(all[j]) > floor) seqs.push(all[j]);
-    seqs.sort((a: i64, b: i64): i32 => (a < b ? -1 : a > b ? 1 : 0));
+    for (let seq = max<i64>(1, w.highestSeq - DEDUP_WINDOW + 1); seq <= w.highestSeq; seq++) {
+      if (w.has(seq)) seqs.push(seq);
+    }
     putU32(<u32>seqs.length);
     for (let j = 0; j < seqs.length; j++) putI64(unchecked(seqs[j]));
   }
@@ -186,8 +206,11 @@ export function readDedup(rd: Reader): DedupTable | null {
     if (rd.failed || seqs > <u32>DEDUP_WINDOW || w.highestSeq < 0) return null;
     for (let j: u32 = 0; j < seqs; j++) {
       let seq = rd.i64();
-      if (rd.failed || seq <= w.highestSeq - DEDUP_WINDOW || seq > w.highestSeq) return null;
-      w.seen.add(seq);
+      if (rd.failed || seq < 1 || seq <= w.highestSeq - DEDUP_WINDOW || seq > w.highestSeq) {
+        return null;
+      }
+      // highestSeq is already in place, so this only sets the bit.
+      w.add(seq);
     }
     table.origins.set(key, w);
   }

@@ -2,6 +2,7 @@
 // envelope read inside the machine, a duplicated proposal applied once on every replica
 // (the dedup table is replicated state and survives snapshots), and answers rendered only for
 // this node's own proposals.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../host/core/raft/types.js';
 import {
@@ -107,6 +108,60 @@ describe('applyEntries', () => {
       .add({ nodeId: 'n2', incarnation: 10 }, 10, incr('x')).entries, new Recorder());
     expect(counter(m, 'x')).toBe(2);
   });
+
+  it('admits exactly what a set of the window\'s numbers would, across restores (property)',
+    () => {
+      // The reference: a proposal applies unless its number is at or below the highest less
+      // the window, or was applied already; the highest moves up to every applied number.
+      type Step = { readonly kind: 'next' } | { readonly kind: 'jump'; readonly by: number } |
+        { readonly kind: 'back'; readonly by: number } | { readonly kind: 'other' };
+      const step: fc.Arbitrary<Step> = fc.oneof(
+        { weight: 6, arbitrary: fc.constant<Step>({ kind: 'next' }) },
+        { weight: 2, arbitrary: fc.integer({ min: 1, max: 2 * DEDUP_WINDOW + 3 })
+          .map((by): Step => ({ kind: 'jump', by })) },
+        // Jumps of about a window, then small steps back: numbers that share a slot with
+        // numbers applied before the window moved.
+        { weight: 2, arbitrary: fc.integer({ min: DEDUP_WINDOW - 6, max: DEDUP_WINDOW + 6 })
+          .map((by): Step => ({ kind: 'jump', by })) },
+        { weight: 3, arbitrary: fc.integer({ min: 0, max: 12 })
+          .map((by): Step => ({ kind: 'back', by })) },
+        { weight: 1, arbitrary: fc.integer({ min: 0, max: DEDUP_WINDOW + 2 })
+          .map((by): Step => ({ kind: 'back', by })) },
+        { weight: 1, arbitrary: fc.constant<Step>({ kind: 'other' }) },
+      );
+      fc.assert(fc.property(fc.array(step, { minLength: 1, maxLength: 120 }),
+        fc.integer({ min: 0, max: 120 }), (steps, restoreAt) => {
+          const seen = new Set<number>();
+          let highest = 0;
+          const expected: number[] = [];
+          const log = new Log();
+          for (const s of steps) {
+            if (s.kind === 'other') {
+              log.add(OTHER, 1 + log.entries.length, incr('y'));
+              continue;
+            }
+            const seq = s.kind === 'next' ? highest + 1 : s.kind === 'jump' ? highest + s.by
+              : Math.max(1, highest - s.by);
+            log.add(SELF, seq, incr('x'));
+            if (seq <= highest - DEDUP_WINDOW || seen.has(seq)) continue;
+            seen.add(seq);
+            highest = Math.max(highest, seq);
+            expected.push(seq);
+          }
+          let m = machine(SELF);
+          const rec = new Recorder();
+          const cut = Math.min(restoreAt, log.entries.length);
+          m.applyEntries(log.entries.slice(0, cut), rec);
+          const restored = machine(SELF);
+          restoreFromBytes(restored, snapshotToBytes(m));
+          expect(snapshotToBytes(restored)).toEqual(snapshotToBytes(m));
+          m = restored;
+          for (const entry of log.entries.slice(cut)) m.applyEntries([entry], rec);
+          const admitted = rec.heard.filter((h) => h.startsWith('answer'))
+            .map((h) => Number(h.split(' ')[1]));
+          expect(admitted).toEqual(expected);
+        }), { numRuns: 80 });
+    });
 
   it('forgets the least recently applied origin past DEDUP_ORIGINS_MAX', () => {
     const m = machine();
