@@ -220,6 +220,31 @@ describe('thesis §4.2.1: learners', () => {
     expect(c.raft('n2').status().role).toBe('pre-candidate');
   });
 
+  it('a node that may not campaign forgets a silent leader, so its lease ends (§4.1, §9.6)',
+    () => {
+      // n4 may already be a voter in a configuration it has not received (a promotion still
+      // on its way): the voters that count on it must get its pre-vote once the leader is
+      // gone, which the lease would refuse for as long as n4 still names a leader.
+      const c = ledByN1();
+      withLearner(c);
+      expect(c.raft('n4').status().leader).toBe('n1');
+      c.crash('n1');
+      for (let i = 0; i < 3 * 10; i++) c.tick('n4', 1);
+      expect(c.raft('n4').status()).toMatchObject({ role: 'follower', leader: null });
+      // Whatever the phase of its timer, n4 now answers a pre-vote from an up-to-date voter.
+      for (let phase = 0; phase < 2 * 10; phase++) {
+        c.processAll();
+        c.queue.length = 0;
+        const { term } = c.raft('n4').status();
+        c.raft('n4').step({ type: 'preVote', from: 'n2', to: 'n4', term: term + 1,
+          lastLogIndex: c.raft('n2').status().lastIndex, lastLogTerm: 1 });
+        c.processReady('n4');
+        expect(sent(c, 'n4', 'preVoteResponse'), `phase ${phase}`).toMatchObject([
+          { granted: true }]);
+        c.tick('n4', 1);
+      }
+    });
+
   it('a learner is promoted only once caught up, and told how far behind it is (§4.2.1)', () => {
     const c = ledByN1();
     withLearner(c);

@@ -343,6 +343,11 @@ class Raft implements RaftCore {
     const due = this.isSoleVoter() || this.electionElapsed >= this.randomizedElectionTicks;
     if (due) {
       this.electionElapsed = 0;
+      // A node that may not campaign (a learner, or a voter that has not yet received the
+      // entry that made it one) still stops trusting a leader it has not heard from for a
+      // whole timeout. Otherwise its lease would be renewed by its own timer forever, and it
+      // would ignore the (pre)votes of the voters whose configuration counts on it.
+      if (!this.isVoter(this.id)) this.setLeader(null);
       this.campaign(this.config.preVote ? 'preVote' : 'election');
     }
   }
