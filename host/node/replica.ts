@@ -461,6 +461,11 @@ export class Replica implements KvService, MembersService {
     return this.core.configuration().config;
   }
 
+  /** The configuration as of the commit index: what no new leader can take back. */
+  committedConfiguration(): Configuration {
+    return this.core.configurationAt(this.core.status().commitIndex);
+  }
+
   changeMembers(change: MembershipChange): Promise<MembersResult> {
     return this.membership.change(change);
   }

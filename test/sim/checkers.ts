@@ -217,10 +217,14 @@ export class Checkers {
     }
   }
 
-  /** A node grants a vote: a member that knows it was removed never decides anything again. */
+  /**
+   * A node grants a vote: a member that knows it was removed never decides anything again.
+   * `config` is the sender's committed configuration: a removal still in flight can be taken
+   * back by the next leader, and the voters may still need the vote meanwhile.
+   */
   observeVoteGranted(id: string, config: Configuration): void {
     if (config.removed.includes(id)) {
-      this.fail(`${id} grants a vote though its configuration says it was removed`);
+      this.fail(`${id} grants a vote though its committed configuration says it was removed`);
     }
   }
 

@@ -397,7 +397,7 @@ export class SimCluster {
     this.checkers.observeSend(from, message, sender.disk);
     const granted = (message.type === 'voteResponse' || message.type === 'preVoteResponse') &&
       message.granted;
-    const config = sender.running()?.replica.configuration();
+    const config = sender.running()?.replica.committedConfiguration();
     if (granted && config !== undefined) this.checkers.observeVoteGranted(from, config);
   }
 }

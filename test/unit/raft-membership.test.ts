@@ -331,6 +331,37 @@ describe('thesis §4.2.2, §4.2.3: removing members', () => {
     expect(c.raft('n2').status().term).toBe(1);
   });
 
+  it('a removal still in flight does not stop a node voting: the next leader can undo it',
+    () => {
+      // n1 appends its own removal but nobody else gets it; n2 then leads and commits at a
+      // higher term, and with n3 gone n2 needs n1's vote. Refusing it for an entry that n2
+      // will cut from n1's log would leave the cluster with no leader, for good.
+      const c = ledByN1();
+      c.groups = [['n1'], ['n2', 'n3']];
+      expect(change(c.raft('n1'), remove('n1'))).toMatchObject({ kind: 'proposed' });
+      c.deliverAll();
+      expect(c.raft('n1').configuration().config.removed).toEqual(['n1']);
+      const others = (): string[] => c.leaders().filter((id) => id !== 'n1');
+      for (let i = 0; i < 80 && others().length === 0; i++) c.tickAll(1);
+      const [next] = others();
+      if (next === undefined) throw new Error('n2 and n3 elected no leader');
+      c.raft(next).propose(bytes('b'), 2);
+      c.deliverAll();
+      expect(c.raft(next).status().term).toBeGreaterThan(1);
+      c.crash(next === 'n2' ? 'n3' : 'n2');
+      c.groups = null;
+      // Only (pre)votes reach n1: a heartbeat from the leader would cut the removal at once.
+      c.dropIf = (m) => m.from === next && m.to === 'n1' && m.type !== 'preVote' &&
+        m.type !== 'vote';
+      for (let i = 0; i < 40 && c.raft(next).status().role === 'leader'; i++) c.tickAll(1);
+      expect(c.raft(next).status().role).not.toBe('leader');
+      c.dropIf = null;
+      for (let i = 0; i < 60 && c.leaders().length === 0; i++) c.tickAll(1);
+      expect(c.leaders()).toEqual([next]);
+      c.tickAll(2);
+      expect(c.raft('n1').configuration().config.removed).toEqual([]);
+    });
+
   it('a leader removing itself leads without counting itself until it commits (§4.2.2)', () => {
     const c = ledByN1();
     expect(change(c.raft('n1'), remove('n1'))).toMatchObject({ kind: 'proposed' });

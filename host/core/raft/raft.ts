@@ -711,9 +711,12 @@ class Raft implements RaftCore {
     return this.members.includes(id);
   }
 
-  /** The configuration in effect lists this node among the removed. */
+  /** The committed configuration lists this node among the removed. */
   private knowsItWasRemoved(): boolean {
-    return this.log.configuration().config.removed.includes(this.id);
+    // By the committed configuration only: a removal still in flight can be cut from the log
+    // by the next leader, and a node that refused its vote for it could leave the voters who
+    // still count on it without a majority (simulator seed 235418482).
+    return this.log.configurationAt(this.log.commitIndex).config.removed.includes(this.id);
   }
 
   /** This node is the only voter: its own vote and acknowledgement are a majority. */
