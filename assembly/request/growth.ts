@@ -7,9 +7,9 @@
  * change of the counter's text (exact for two small integers, the delta's length as an upper
  * bound otherwise, see docs/codec.md). The tenant may be unknown to the machine: no rows.
  */
-import { OP_PUT, OP_DELETE, TENANT_BYTES_MAX } from '../abi';
+import { OP_PUT, OP_DELETE } from '../abi';
 import { Row, rowFootprint, rowKeyLen, rowValueLen, rowValuePtr } from '../row';
-import { tree, tenants, tenantId, Tenant } from '../state';
+import { tree, tenantIdOfBytes } from '../state';
 import { composeKey, keyScratch } from '../ops';
 import { isJsonNumber } from '../decimal';
 import {
@@ -17,32 +17,6 @@ import {
   writeAuxLen,
 } from './writes';
 import { addressOf } from './command';
-
-/**
- * The last lookup: the tenant's bytes, the machine's tenant table and its size then, and the
- * id found (-1: unknown). Most calls come from one tenant, so most lookups compare bytes
- * instead of building a string. Tenants are only ever added (a restore replaces the table),
- * so an unknown tenant stays unknown while the same table has the same size.
- */
-const cachedName: usize = heap.alloc(<usize>TENANT_BYTES_MAX);
-let cachedNameLen: i32 = -1;
-let cachedTenants: Array<Tenant> | null = null;
-let cachedCount: i32 = 0;
-let cachedId: i32 = -1;
-
-/** The machine's id of the tenant named by [p, p+len), or -1 when it has none yet. */
-function tenantIdOf(p: usize, len: i32): i32 {
-  let same = cachedTenants === tenants && cachedNameLen == len &&
-    memory.compare(cachedName, p, <usize>len) == 0;
-  if (same && (cachedId >= 0 || cachedCount == tenants.length)) return cachedId;
-  let id = tenantId(String.UTF8.decodeUnsafe(p, <usize>len), false);
-  memory.copy(cachedName, p, <usize>len);
-  cachedNameLen = len;
-  cachedTenants = tenants;
-  cachedCount = tenants.length;
-  cachedId = id;
-  return id;
-}
 
 function footprint(r: Row): i64 {
   return rowFootprint(rowKeyLen(r), rowValueLen(r));
@@ -90,7 +64,7 @@ function incrValueGrowth(row: Row, deltaPtr: usize, deltaLen: i32): i64 {
 /** The growth estimate of the writes recorded for the call of tenant [p, p+len). */
 export function callGrowth(tenantPtr: usize, tenantLen: i32): i64 {
   if (writeCount == 0) return 0;
-  let tid = tenantIdOf(tenantPtr, tenantLen);
+  let tid = tenantIdOfBytes(tenantPtr, tenantLen, false);
   let total: i64 = 0;
   for (let r = 0; r < writeCount; r++) {
     let nsLen = unchecked(writeNsLen[r]), keyLen = unchecked(writeKeyLen[r]);
