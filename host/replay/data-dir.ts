@@ -18,7 +18,8 @@ import {
   checkSnapshotFile, listSnapshotIndexes, snapshotFileName, verifiedSnapshotChunks,
 } from '../storage/snapshot-files.js';
 import { StorageCorruptionError } from '../storage/storage.js';
-import { scanSegmentBytes, SEGMENT_BYTES_DEFAULT, segmentFileName, Wal } from '../storage/wal.js';
+import { scanSegmentBytes } from '../storage/segment-scan.js';
+import { SEGMENT_BYTES_DEFAULT, segmentFileName, Wal } from '../storage/wal.js';
 import {
   CMD_CALL, CMD_CALL_V1, CMD_CHECKPOINT, CMD_KEYED_CALL, CMD_NOOP, CMD_SET_PAUSED,
   CMD_SET_QUOTA, CMD_SWEEP,

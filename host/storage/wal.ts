@@ -39,8 +39,6 @@ import { readSegments } from './segment-reader.js';
 import type { SegmentScan } from './segment-scan.js';
 import { SegmentPreallocator, type SpareSegment } from './wal-prealloc.js';
 
-export { scanSegmentBytes } from './segment-scan.js';
-
 /** Default roll size of a segment (64 MiB). */
 export const SEGMENT_BYTES_DEFAULT = 64 * 1024 * 1024;
 /** Smallest configurable roll size (4 KiB); tests use it to force many rolls. */

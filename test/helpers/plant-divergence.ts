@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeRecord } from '../../host/storage/record.js';
-import { scanSegmentBytes } from '../../host/storage/wal.js';
+import { scanSegmentBytes } from '../../host/storage/segment-scan.js';
 
 export function plantDivergence(dataDir: string, marker: string): number {
   const walDir = join(dataDir, 'wal');
