@@ -246,9 +246,11 @@ export class Wal {
     const pendingBytes = tail.pendingBytes;
     if (this.totalPendingBytes !== pendingBytes || pendingBytes > WRITE_THROUGH_BYTES_MAX) return;
     if (this.segments.some((segment) => segment.pendingStart < segment.fileBytes)) return;
+    // Checked before the copy: while a flush runs, every append lands here and would
+    // otherwise join a growing list of records only to throw the copy away.
+    if (this.flushing) return;
     const bytes = tail.pendingChunks.length === 1 ? tail.pendingChunks[0]!
       : Buffer.concat(tail.pendingChunks, tail.pendingBytes);
-    if (this.flushing) return;
     writeFullySync(tail.handle.fd, bytes, tail.pendingStart);
     tail.fileBytes = tail.pendingStart + tail.pendingBytes;
     tail.pendingStart = tail.fileBytes;
