@@ -160,6 +160,17 @@ function readString(bytes: Uint8Array, pos: number, end: number): [string, numbe
 }
 
 /**
+ * A copy of `bytes[start, end)` from Node's small-buffer pool: one is made per call, and a
+ * fresh ArrayBuffer (what `slice` makes) costs an allocation outside the heap and work at
+ * every scavenge.
+ */
+function copyOut(bytes: Uint8Array, start: number, end: number): Uint8Array {
+  const out = Buffer.allocUnsafe(end - start);
+  out.set(bytes.subarray(start, end));
+  return out;
+}
+
+/**
  * Decodes the parser's output, `len` bytes at `at` of `bytes`. A PARSE_INVALID output (a
  * malformed frame: a bug in the host) throws.
  */
@@ -177,7 +188,7 @@ export function decodeParseOutput(bytes: Uint8Array, at = 0,
     return {
       kind: 'command', hasWrites: bytes[at + 1] === 1, opCount: getU32(bytes, at + 2),
       growthBytes: hi * TWO_POW_32 + lo,
-      command: bytes.slice(at + COMMAND_HEADER_BYTES, end),
+      command: copyOut(bytes, at + COMMAND_HEADER_BYTES, end),
     };
   }
   if (kind === PARSE_REFUSED) {

@@ -23,21 +23,42 @@ export interface Origin {
 }
 
 const encoder = new TextEncoder();
+const TWO_POW_32 = 4294967296;
 
-/** The bytes of a log entry proposing `command` as `origin`'s proposal number `seq`. */
-export function encodeEnvelope(origin: Origin, seq: number, command: Uint8Array): Uint8Array {
+/**
+ * The fixed head of every envelope one origin proposes (format, id, incarnation), encoded once:
+ * a node proposes with one origin for its whole life, and this runs for every write.
+ */
+const headsByOrigin = new WeakMap<Origin, Uint8Array>();
+
+function headOf(origin: Origin): Uint8Array {
+  const cached = headsByOrigin.get(origin);
+  if (cached !== undefined) return cached;
   const id = encoder.encode(origin.nodeId);
   if (id.length > ORIGIN_ID_BYTES_MAX) throw new Error(`node id over ${ORIGIN_ID_BYTES_MAX} bytes`);
+  const head = new Uint8Array(2 + id.length + 4);
+  head[0] = ENVELOPE_FORMAT_VERSION;
+  head[1] = id.length;
+  head.set(id, 2);
+  new DataView(head.buffer).setUint32(2 + id.length, origin.incarnation >>> 0, true);
+  headsByOrigin.set(origin, head);
+  return head;
+}
+
+/**
+ * The bytes of a log entry proposing `command` as `origin`'s proposal number `seq`. Taken
+ * from Node's small-buffer pool rather than a fresh ArrayBuffer: one is made per write, and a
+ * fresh ArrayBuffer costs an allocation outside the heap and work at every scavenge.
+ */
+export function encodeEnvelope(origin: Origin, seq: number, command: Uint8Array): Uint8Array {
   if (!Number.isSafeInteger(seq) || seq <= 0) throw new Error(`bad sequence number ${seq}`);
-  const out = new Uint8Array(2 + id.length + 4 + 8 + command.length);
-  const view = new DataView(out.buffer);
-  out[0] = ENVELOPE_FORMAT_VERSION;
-  out[1] = id.length;
-  out.set(id, 2);
-  let at = 2 + id.length;
-  view.setUint32(at, origin.incarnation >>> 0, true);
-  view.setBigUint64(at + 4, BigInt(seq), true);
-  at += 12;
+  const head = headOf(origin);
+  const out = Buffer.allocUnsafe(head.length + 8 + command.length);
+  out.set(head, 0);
+  let at = head.length;
+  out.writeUInt32LE(seq % TWO_POW_32, at);
+  out.writeUInt32LE(Math.floor(seq / TWO_POW_32), at + 4);
+  at += 8;
   out.set(command, at);
   return out;
 }

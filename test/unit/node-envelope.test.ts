@@ -8,12 +8,23 @@ const origin = { nodeId: 'n2', incarnation: 0xdeadbeef };
 describe('entry envelope', () => {
   it('lays out version, origin, sequence number and command (docs/codec.md, "Entries")', () => {
     const bytes = encodeEnvelope(origin, 42, new Uint8Array([9, 8, 7]));
-    const view = new DataView(bytes.buffer);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     expect([bytes[0], bytes[1]]).toEqual([1, 2]);
     expect(new TextDecoder().decode(bytes.subarray(2, 4))).toBe('n2');
     expect(view.getUint32(4, true)).toBe(0xdeadbeef);
     expect(view.getBigUint64(8, true)).toBe(42n);
     expect([...bytes.subarray(16)]).toEqual([9, 8, 7]);
+  });
+
+  it('writes a sequence number past 2^32 whole, and each envelope into bytes of its own', () => {
+    const seq = 2 ** 40 + 5;
+    const first = encodeEnvelope(origin, seq, new Uint8Array([1]));
+    const second = encodeEnvelope(origin, Number.MAX_SAFE_INTEGER, new Uint8Array([2]));
+    const view = new DataView(first.buffer, first.byteOffset, first.byteLength);
+    expect(view.getBigUint64(8, true)).toBe(BigInt(seq));
+    const secondView = new DataView(second.buffer, second.byteOffset, second.byteLength);
+    expect(secondView.getBigUint64(8, true)).toBe(BigInt(Number.MAX_SAFE_INTEGER));
+    expect([first[16], second[16]]).toEqual([1, 2]);
   });
 
   it('refuses an id over 64 bytes and a sequence number that is not positive', () => {
