@@ -5,7 +5,10 @@
  * size; bytes per key beyond key and value. The same write workloads run on the TypeScript
  * reference model at BENCH_MODEL_KEYS keys (it copies its map per call, by design), and the
  * ratio is printed. Entries are encoded before timing (the log carries bytes), except CAS,
- * whose expect comes from the previous result, so its figure includes encoding.
+ * whose expect comes from the previous result, so its figure includes encoding. The "wasm"
+ * rows apply one command at a time and decode its outcome into objects (the API of tests and
+ * tools); the "wasm entries" rows take the node's own path: the command in its envelope,
+ * `applyEntries`, the answer rendered as JSON inside the machine.
  *
  * Run: npm run bench:machine   (BENCH_TIME_MS, BENCH_KEYS, BENCH_MODEL_KEYS to change it)
  */
@@ -19,7 +22,9 @@ import { encodeCommand } from '../host/machine/codec.js';
 import type { CallOutcome, Command, KvCall, KvOp } from '../host/machine/commands.js';
 import { outcomeOf } from '../test/model/answers.js';
 import { DEFAULT_TENANT } from '../host/machine/commands.js';
-import { StateMachine } from '../host/machine/state-machine.js';
+import { StateMachine, type AppliedEntrySink } from '../host/machine/state-machine.js';
+import type { Entry } from '../host/core/raft/types.js';
+import { encodeEnvelope } from '../host/node/envelope.js';
 import { ReferenceModel } from '../test/model/reference-model.js';
 import { createUnitRandom } from '../host/core/prng.js';
 import { writeMicroJson } from './micro-json.js';
@@ -167,6 +172,52 @@ async function writeFigures(t: Target, keys: number, label: string, cas: boolean
   return out;
 }
 
+/** This benchmark's node: the origin the machine answers for, as a leader's does. */
+const ORIGIN = { nodeId: 'n1', incarnation: 7 };
+
+/** Counts the answers `applyEntries` renders; a refusal is a bug in the benchmark. */
+class CountingSink implements AppliedEntrySink {
+  answers = 0;
+  answer(): void {
+    this.answers++;
+  }
+  done(): void {}
+  admin(): void {}
+  swept(): void {}
+  checkpoint(): void {}
+  invalid(entryIndex: number, detail: string): void {
+    throw new Error(`entry ${entryIndex} refused: ${detail}`);
+  }
+}
+
+/**
+ * The node's own apply path: each command in its envelope (a fresh sequence number, as a
+ * proposal gets), applied by `applyEntries` with the answer rendered as JSON in the machine
+ * for this node's own entries, as on a leader. The figures the node's throughput rests on.
+ */
+async function entryFigures(m: StateMachine, keys: number, label: string): Promise<Figure[]> {
+  m.setOrigin(ORIGIN.nodeId, ORIGIN.incarnation);
+  const sink = new CountingSink();
+  let index = m.appliedIndex;
+  let timeMs = m.lastTimeMs;
+  let seq = 0;
+  const out: Figure[] = [];
+  for (const kind of ['put', 'incr', 'mixed'] as const) {
+    for (const batch of BATCHES) {
+      const entries = pool(kind, keys, batch, batch * 31 + kind.length);
+      let i = 0;
+      out.push(await measure(`${label} ${kind} x${batch}`, batch, 'writes/s', () => {
+        const e = entries[i++ % entries.length]!;
+        const entry: Entry = { term: 1, index: ++index, timeMs: ++timeMs, type: 'normal',
+          data: encodeEnvelope(ORIGIN, ++seq, e.b) };
+        m.applyEntries([entry], sink);
+      }));
+    }
+  }
+  if (sink.answers !== seq) throw new Error(`${seq} entries applied, ${sink.answers} answered`);
+  return out;
+}
+
 /** Every key's current version, read once through getPrefix pages (not timed). */
 function versionsOf(t: Target, keys: number): Float64Array {
   const v = new Float64Array(keys);
@@ -245,7 +296,8 @@ async function main(): Promise<void> {
   const wasmClock = { index: fresh.appliedIndex, now: fresh.lastTimeMs };
   const wt = wasmTarget(fresh, wasmClock);
   const figures = [...await readFigures(wt, KEYS, 'wasm'),
-    ...await writeFigures(wt, KEYS, 'wasm', true)];
+    ...await writeFigures(wt, KEYS, 'wasm', true),
+    ...await entryFigures(fresh, KEYS, 'wasm entries')];
   const model = new ReferenceModel();
   const mclock = { index: 0, now: 1_700_000_000_000 };
   const mt = modelTarget(model, mclock);
