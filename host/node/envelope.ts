@@ -11,6 +11,7 @@
  *
  * Pure: no I/O, no clock.
  */
+import { Slabs } from '../core/slabs.js';
 import { ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX } from '../machine/abi.js';
 
 /** The driver snapshot of releases before the dedup table moved into the machine. */
@@ -46,14 +47,17 @@ function headOf(origin: Origin): Uint8Array {
 }
 
 /**
- * The bytes of a log entry proposing `command` as `origin`'s proposal number `seq`. Taken
- * from Node's small-buffer pool rather than a fresh ArrayBuffer: one is made per write, and a
- * fresh ArrayBuffer costs an allocation outside the heap and work at every scavenge.
+ * Log entries' bytes: they live until a snapshot compacts them, in the order they were made,
+ * so they are cut from slabs of their own (slabs.ts) rather than one fresh ArrayBuffer each
+ * (an allocation outside the heap and work at every scavenge, per write).
  */
+const entrySlabs = new Slabs();
+
+/** The bytes of a log entry proposing `command` as `origin`'s proposal number `seq`. */
 export function encodeEnvelope(origin: Origin, seq: number, command: Uint8Array): Uint8Array {
   if (!Number.isSafeInteger(seq) || seq <= 0) throw new Error(`bad sequence number ${seq}`);
   const head = headOf(origin);
-  const out = Buffer.allocUnsafe(head.length + 8 + command.length);
+  const out = entrySlabs.take(head.length + 8 + command.length);
   out.set(head, 0);
   let at = head.length;
   out.writeUInt32LE(seq % TWO_POW_32, at);

@@ -17,6 +17,7 @@
 import { crc32 } from 'node:zlib';
 
 import type { Entry, EntryType } from '../core/raft/types.js';
+import { Slabs } from '../core/slabs.js';
 
 /** 'HWAL' read as a little-endian u32. */
 export const SEGMENT_MAGIC = 0x4c41_5748;
@@ -128,6 +129,12 @@ export function recordBytes(entry: Entry): number {
 }
 
 /**
+ * A record's frame lives until the WAL writes it to the page cache, most often in the same
+ * turn: frames are cut from slabs of their own (slabs.ts), not Node's shared pool.
+ */
+const recordSlabs = new Slabs();
+
+/**
  * Frames one entry. Asserts the entry is well formed (safe integers, index >= 1, payload at
  * most ENTRY_DATA_BYTES_MAX); a violation is a caller bug and throws.
  */
@@ -140,7 +147,7 @@ export function encodeRecord(entry: Entry): Buffer {
   if (dataBytes > ENTRY_DATA_BYTES_MAX) {
     throw new Error(`assertion failed: entry data ${dataBytes} > ${ENTRY_DATA_BYTES_MAX} bytes`);
   }
-  const record = Buffer.allocUnsafe(RECORD_HEADER_BYTES + dataBytes);
+  const record = recordSlabs.take(RECORD_HEADER_BYTES + dataBytes);
   const view = viewOf(record);
   view.setUint32(4, dataBytes, true);
   writeU64(view, 8, entry.term);
