@@ -27,6 +27,7 @@ import * as chunks from './snapshot-in';
 import * as memoryUse from './memory-use';
 import { setLimits } from './request/limits';
 import { parseRequestFrame } from './request/parse';
+import { setGrowthBudget as setBudget } from './request/growth';
 import * as idempotency from './idempotency';
 import * as checkpoints from './checkpoints';
 
@@ -390,6 +391,14 @@ export function setRequestLimits(maxValueBytes: i32, maxKeyBytes: i32, maxOpsPer
   maxKeysPerCall: i32, prefixLimit: i32, maxReadBytesLo: i32, maxReadBytesHi: i32): i32 {
   return setLimits(maxValueBytes, maxKeyBytes, maxOpsPerCall, maxKeysPerCall, prefixLimit,
     join(maxReadBytesLo, maxReadBytesHi));
+}
+
+/**
+ * The state's memory budget (host/machine/memory-budget.ts): below it a parse's growth
+ * estimate skips the tree (request/growth.ts). Unset, every estimate is exact.
+ */
+export function setGrowthBudget(lo: i32, hi: i32): void {
+  setBudget(join(lo, hi));
 }
 
 /**

@@ -6,10 +6,16 @@
  * the row's footprint; incr: a new counter row's footprint when there is no row, else the
  * change of the counter's text (exact for two small integers, the delta's length as an upper
  * bound otherwise, see docs/codec.md). The tenant may be unknown to the machine: no rows.
+ *
+ * The host reads the estimate's sign only while the state is at its memory budget
+ * (host/machine/memory-budget.ts, `memoryFull`). Below the budget the estimate skips the tree
+ * (one lookup per write, about a tenth of a batch's parse and apply) and counts every write
+ * as a new row: an upper bound, which the host never reads there.
  */
 import { OP_PUT, OP_DELETE } from '../abi';
 import { Row, rowFootprint, rowKeyLen, rowValueLen, rowValuePtr } from '../row';
-import { tree, tenantIdOfBytes } from '../state';
+import { tree, tenantIdOfBytes, stateBytes } from '../state';
+import { preimageBytes } from '../preimages';
 import { composeKey, keyScratch } from '../ops';
 import { isJsonNumber } from '../decimal';
 import {
@@ -61,10 +67,22 @@ function incrValueGrowth(row: Row, deltaPtr: usize, deltaLen: i32): i64 {
   return <i64>deltaLen;
 }
 
+/** The memory budget the host set; 0 (unset) makes every estimate exact. */
+let budgetBytes: i64 = 0;
+
+export function setGrowthBudget(bytes: i64): void {
+  budgetBytes = bytes;
+}
+
+/** True when the host will read the estimate: the state is at its budget (memoryFull). */
+function estimateRead(): bool {
+  return stateBytes() + preimageBytes >= budgetBytes;
+}
+
 /** The growth estimate of the writes recorded for the call of tenant [p, p+len). */
 export function callGrowth(tenantPtr: usize, tenantLen: i32): i64 {
   if (writeCount == 0) return 0;
-  let tid = tenantIdOfBytes(tenantPtr, tenantLen, false);
+  let tid = estimateRead() ? tenantIdOfBytes(tenantPtr, tenantLen, false) : -1;
   let total: i64 = 0;
   for (let r = 0; r < writeCount; r++) {
     let nsLen = unchecked(writeNsLen[r]), keyLen = unchecked(writeKeyLen[r]);

@@ -120,6 +120,7 @@ interface Exports {
     maxKeysPerCall: number, prefixLimit: number, maxReadBytesLo: number,
     maxReadBytesHi: number): number;
   parseRequest(len: number): number;
+  setGrowthBudget(lo: number, hi: number): void;
 }
 
 let compiled: WasmModule | null = null;
@@ -555,6 +556,18 @@ export class StateMachine {
    * Throws a RangeError, changing nothing, when one is beyond what the machine's own command
    * decoder accepts (abi.ts bounds), since every command the parser writes must apply.
    */
+  /**
+   * The state's memory budget (memory-budget.ts). Below it, a parse's growth estimate is an
+   * upper bound taken without looking rows up: `memoryFull` reads it only at the budget.
+   * Unset, every estimate is exact.
+   */
+  setGrowthBudget(maxStateBytes: number): void {
+    if (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0) {
+      throw new RangeError(`setGrowthBudget: ${maxStateBytes} is not a byte count`);
+    }
+    this.x.setGrowthBudget(lo32(maxStateBytes), hi32(maxStateBytes));
+  }
+
   setRequestLimits(limits: RequestLimits): void {
     const order = ['maxValueBytes', 'maxKeyBytes', 'maxOpsPerCall', 'maxKeysPerCall',
       'prefixLimit', 'maxReadBytes'] as const;

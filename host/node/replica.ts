@@ -278,6 +278,7 @@ export class Replica implements KvService, MembersService {
     this.origin = { nodeId: options.id, incarnation: options.incarnation };
     deps.machine.setOrigin(options.id, options.incarnation);
     if (options.requestLimits !== undefined) deps.machine.setRequestLimits(options.requestLimits);
+    deps.machine.setGrowthBudget(this.maxStateBytes);
     this.membership = new Membership({
       selfId: options.id, peerLink: options.peerLink, bootstrapPeers: options.peers,
       tickMs: options.tickMs, electionTicks: options.electionTicks,

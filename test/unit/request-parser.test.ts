@@ -384,6 +384,19 @@ describe('growthBytes: the change of rowFootprint totals if every write applied'
     // The delta's length is added: an upper bound.
     expect(growth(m, incr('big', '0.5'))).toBe(change('big', 5, 8));
   });
+
+  it('below the memory budget, an upper bound taken without the tree; at it, exact', () => {
+    const m = withRows([['k', '"abcdef"'], ['j', '1']]);
+    const stateBytes = m.memoryUse().stateBytes;
+    const body = '[{"op":"put","ns":"a","key":"k","value":"ab","forever":true},' +
+      '{"op":"delete","ns":"a","key":"j"}]';
+    const exact = change('k', 8, 4) - footprint('a', 'j', '1');
+    m.setGrowthBudget(stateBytes + 1);
+    expect(growth(m, body)).toBe(footprint('a', 'k', '"ab"'));
+    m.setGrowthBudget(stateBytes);
+    expect(growth(m, body)).toBe(exact);
+    expect(() => m.setGrowthBudget(-1)).toThrow(RangeError);
+  });
 });
 
 describe('limits and frames', () => {
