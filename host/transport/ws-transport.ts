@@ -91,6 +91,8 @@ export class WsTransport implements Transport {
   private readonly strangers = new Set<WebSocket>();
   private onFrame: ((from: string, frame: Uint8Array) => void) | null = null;
   private closed = false;
+  /** Sockets written to in this turn of the event loop, corked until `uncorkAll`. */
+  private readonly corked = new Set<Socket>();
   private readonly throttle = new LogThrottle();
   private readonly log: TransportLog;
   readonly stats: TransportStats = { droppedFrames: 0, refusals: {} };
@@ -165,8 +167,28 @@ export class WsTransport implements Transport {
       this.stats.droppedFrames++;
       return;
     }
+    this.corkForThisTurn(socket);
     socket.send(frame, { binary: true });
   }
+
+  /**
+   * Holds a socket's writes until the event loop has run every callback of this turn, then
+   * writes them in one system call: a leader under load sends each follower one append per
+   * proposal, and a write on loopback costs about 20 µs here, most of a put's cost in a
+   * cluster. Order on the socket is kept; a frame waits at most for the rest of the turn.
+   */
+  private corkForThisTurn(socket: WebSocket): void {
+    const raw = (socket as unknown as { _socket?: Socket })._socket;
+    if (raw === undefined || this.corked.has(raw)) return;
+    if (this.corked.size === 0) setImmediate(this.uncorkAll);
+    raw.cork();
+    this.corked.add(raw);
+  }
+
+  private readonly uncorkAll = (): void => {
+    for (const raw of this.corked) raw.uncork();
+    this.corked.clear();
+  };
 
   async close(): Promise<void> {
     this.closed = true;

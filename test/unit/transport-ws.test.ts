@@ -58,6 +58,31 @@ describe('the WebSocket transport', () => {
     await deliver({ id: 'b', node: b }, a, 'b to a');
   });
 
+  it('writes the frames of one turn to a peer in order, in one system call', async () => {
+    const b = await node('b', []);
+    const a = await node('a', [{ id: 'b', port: b.port }]);
+    ids.set(a, 'a').set(b, 'b');
+    await deliver({ id: 'a', node: a }, b, 'ready');
+    const before = b.received.length;
+    const link = (a.transport as unknown as {
+      links: Map<string, { socket: { _socket: { _writev: unknown; _write: unknown } } }> })
+      .links.get('b')!.socket._socket;
+    let writes = 0;
+    for (const method of ['_writev', '_write'] as const) {
+      const original = link[method] as (...args: unknown[]) => unknown;
+      link[method] = function (this: unknown, ...args: unknown[]) {
+        writes++;
+        return original.apply(this, args);
+      };
+    }
+    const frames = Array.from({ length: 50 }, (_, i) => `frame ${i}`);
+    for (const frame of frames) a.transport.send('b', Buffer.from(frame));
+    await waitFor('every frame', 5000, async () =>
+      b.received.length - before >= frames.length ? true : undefined);
+    expect(b.received.slice(before).map(([, text]) => text)).toEqual(frames);
+    expect(writes).toBe(1);
+  });
+
   it('lets a node that knows nobody answer a member on the socket it dialled', async () => {
     const joiner = await node('j', []);
     const leader = await node('l', [{ id: 'j', port: joiner.port }]);
