@@ -395,7 +395,7 @@ export function setRequestLimits(maxValueBytes: i32, maxKeyBytes: i32, maxOpsPer
 
 /**
  * The state's memory budget (host/machine/memory-budget.ts): below it a parse's growth
- * estimate skips the tree (request/growth.ts). Unset, every estimate is exact.
+ * estimate is 0, with no lookup (request/growth.ts). Unset, every estimate is exact.
  */
 export function setGrowthBudget(lo: i32, hi: i32): void {
   setBudget(join(lo, hi));

@@ -7,10 +7,10 @@
  * change of the counter's text (exact for two small integers, the delta's length as an upper
  * bound otherwise, see docs/codec.md). The tenant may be unknown to the machine: no rows.
  *
- * The host reads the estimate's sign only while the state is at its memory budget
- * (host/machine/memory-budget.ts, `memoryFull`). Below the budget the estimate skips the tree
- * (one lookup per write, about a tenth of a batch's parse and apply) and counts every write
- * as a new row: an upper bound, which the host never reads there.
+ * The host checks the estimate only while the state is at its memory budget
+ * (host/machine/memory-budget.ts, `memoryFull`: only growing calls are refused, and only
+ * there). Below the budget there is nothing to check, and the estimate is 0 without looking
+ * anything up (one tree lookup per write was about a tenth of a batch's parse and apply).
  */
 import { OP_PUT, OP_DELETE } from '../abi';
 import { Row, rowFootprint, rowKeyLen, rowValueLen, rowValuePtr } from '../row';
@@ -74,15 +74,15 @@ export function setGrowthBudget(bytes: i64): void {
   budgetBytes = bytes;
 }
 
-/** True when the host will read the estimate: the state is at its budget (memoryFull). */
+/** True when the host checks the estimate: the state is at its budget (memoryFull). */
 function estimateRead(): bool {
   return stateBytes() + preimageBytes >= budgetBytes;
 }
 
 /** The growth estimate of the writes recorded for the call of tenant [p, p+len). */
 export function callGrowth(tenantPtr: usize, tenantLen: i32): i64 {
-  if (writeCount == 0) return 0;
-  let tid = estimateRead() ? tenantIdOfBytes(tenantPtr, tenantLen, false) : -1;
+  if (writeCount == 0 || !estimateRead()) return 0;
+  let tid = tenantIdOfBytes(tenantPtr, tenantLen, false);
   let total: i64 = 0;
   for (let r = 0; r < writeCount; r++) {
     let nsLen = unchecked(writeNsLen[r]), keyLen = unchecked(writeKeyLen[r]);

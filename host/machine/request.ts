@@ -59,7 +59,10 @@ export type ParseOutcome =
       readonly hasWrites: boolean;
       /** 0: an empty call, answered without the log. */
       readonly opCount: number;
-      /** Estimated change of the state's byte total if every write applied (may be < 0). */
+      /**
+       * Estimated change of the state's byte total if every write applied (may be < 0); 0
+       * below the memory budget the machine was given, where no call is refused for memory.
+       */
       readonly growthBytes: number;
       /** The CMD_CALL command: a copy, independent of wasm memory. */
       readonly command: Uint8Array;

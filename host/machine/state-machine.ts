@@ -557,8 +557,8 @@ export class StateMachine {
    * decoder accepts (abi.ts bounds), since every command the parser writes must apply.
    */
   /**
-   * The state's memory budget (memory-budget.ts). Below it, a parse's growth estimate is an
-   * upper bound taken without looking rows up: `memoryFull` reads it only at the budget.
+   * The state's memory budget (memory-budget.ts). Below it, a parse's growth estimate is 0,
+   * taken without looking rows up: `memoryFull` refuses growing calls only at the budget.
    * Unset, every estimate is exact.
    */
   setGrowthBudget(maxStateBytes: number): void {

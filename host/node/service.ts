@@ -83,7 +83,10 @@ export interface SubmittedCall {
   readonly hasWrites: boolean;
   /** The CMD_CALL bytes (docs/codec.md). */
   readonly command: Uint8Array;
-  /** Estimated change of the state's byte total if every write applied (may be < 0). */
+  /**
+   * Estimated change of the state's byte total if every write applied (may be < 0); 0
+   * below the memory budget the machine was given, where no call is refused for memory.
+   */
   readonly growthBytes: number;
 }
 
