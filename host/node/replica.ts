@@ -774,6 +774,9 @@ export class Replica implements KvService, MembersService {
     this.applyCommitted(ready.committedEntries);
     this.serveReads();
     this.handToStorage(ready);
+    // The fsync starts before the rest of the Ready is taken: at one connection its hand-off
+    // to the thread pool is on every put's path.
+    this.startSync();
     // Every message waits for every write handed over before it, its own Ready's included:
     // a message carries the current term, which an earlier Ready may have just raised.
     const afterSync = this.storageDirty ? this.syncsStarted + 1

@@ -57,6 +57,8 @@ export const SPACE_CHECK_INTERVAL_MS = 500;
  */
 const SNAPSHOT_READERS_MAX = 3;
 
+function noop(): void {}
+
 export interface FileStorageOptions {
   /** Roll size of a WAL segment in bytes: 4 KiB .. 1 GiB, default 64 MiB. */
   readonly segmentBytesMax?: number;
@@ -99,6 +101,8 @@ export class FileStorage implements Storage {
   private lock: Promise<void> = Promise.resolve();
   /** A sync that waits for the lock; later callers join it (group commit). */
   private queuedSync: Promise<void> | null = null;
+  /** Exclusive steps queued or running; none means the lock is free. */
+  private exclusiveSteps = 0;
   private latestHardState: HardState = EMPTY_HARD_STATE;
   private durableHardState: HardState = EMPTY_HARD_STATE;
   private snapshotIndex = 0;
@@ -243,8 +247,9 @@ export class FileStorage implements Storage {
   /**
    * Makes everything buffered durable: the hard state if its term or vote changed (a
    * commitIndex-only change waits), then one write and one fdatasync per touched segment.
-   * Callers arriving while a sync runs share the next one. Rejects with the OS error on a
-   * failed write or fsync; the storage then refuses every further call.
+   * A sync with nothing else running starts in this call; callers arriving while one runs
+   * share the next one. Rejects with the OS error on a failed write or fsync; the storage
+   * then refuses every further call.
    */
   sync(): Promise<void> {
     try {
@@ -253,6 +258,9 @@ export class FileStorage implements Storage {
       return Promise.reject(error);
     }
     if (this.queuedSync !== null) return this.queuedSync;
+    // With the lock free, the flush starts in this call: its write and fdatasync are handed
+    // to the thread pool now, not after whatever else the caller's turn of the loop does.
+    if (this.exclusiveSteps === 0) return this.exclusive(() => this.flushAll(false), true);
     const run = this.exclusive(() => {
       this.queuedSync = null;
       return this.flushAll(false);
@@ -418,9 +426,18 @@ export class FileStorage implements Storage {
     await this.wal.close();
   }
 
-  private exclusive<T>(step: () => Promise<T>): Promise<T> {
-    const run = this.lock.then(step);
-    this.lock = run.then(() => undefined, () => undefined);
+  /**
+   * Runs `step` once every earlier exclusive step has finished; `now`, with none queued or
+   * running, in this call.
+   */
+  private exclusive<T>(step: () => Promise<T>, now = false): Promise<T> {
+    const idle = now && this.exclusiveSteps === 0;
+    this.exclusiveSteps++;
+    const run = idle ? step() : this.lock.then(step);
+    this.lock = run.then(noop, noop);
+    void this.lock.then(() => {
+      this.exclusiveSteps--;
+    });
     return run;
   }
 

@@ -1,6 +1,6 @@
 // FileStorage's log on real files: append/sync/recover, segment rolls, suffix overwrite
 // (Raft §5.3) within and across segments, the hole assertion, group commit and close.
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -193,7 +193,35 @@ it('calls made before recover() or after close() are refused', async () => {
   await expect(storage.sync()).rejects.toThrow(/refused/);
 });
 
-it('syncs called while one runs share the next one and cover all appends', async () => {
+it('with nothing else running, a sync hands its fdatasync to the OS within the call', async () => {
+  const dir = await freshDir();
+  const storage = new FileStorage(dir);
+  await storage.recover();
+  storage.append(entries({ from: 1, terms: [1] }));
+  await storage.sync();
+  const probe = await open(join(dir, 'probe'), 'w');
+  const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
+  await probe.close();
+  const original = fileHandle.datasync;
+  let calls = 0;
+  fileHandle.datasync = function (this: unknown) {
+    calls++;
+    return original.call(this);
+  };
+  try {
+    storage.append(entries({ from: 2, terms: [1] }));
+    storage.startWrite();
+    const synced = storage.sync();
+    expect(calls).toBe(1);
+    await synced;
+  } finally {
+    fileHandle.datasync = original;
+  }
+  await storage.close();
+  expect((await recoverFresh(dir)).entries.map((e) => e.index)).toEqual([1, 2]);
+});
+
+it('a sync starts at once; syncs called while it runs share the next one', async () => {
   const fsyncs: number[] = [];
   const dir = await freshDir();
   const storage = new FileStorage(dir, { onFsyncSeconds: (s) => fsyncs.push(s) });
@@ -201,14 +229,15 @@ it('syncs called while one runs share the next one and cover all appends', async
   fsyncs.length = 0;
   storage.append(entries({ from: 1, terms: [1] }));
   const first = storage.sync();
-  expect(storage.sync()).toBe(first);
+  const queued = storage.sync();
+  expect(queued).not.toBe(first);
   await Promise.resolve();
   await Promise.resolve();
   storage.append(entries({ from: 2, terms: [1] }));
   const second = storage.sync();
   storage.append(entries({ from: 3, terms: [1] }));
   const third = storage.sync();
-  expect(second).not.toBe(first);
+  expect(second).toBe(queued);
   expect(third).toBe(second);
   await Promise.all([first, second, third]);
   // The first sync creates the segment: one fdatasync and one directory fsync.
