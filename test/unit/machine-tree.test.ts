@@ -103,4 +103,35 @@ describe('ordered store at scale', () => {
     model.set('k\u{1F600}\u{1F600}', '2');
     check(restored, model);
   });
+
+  it('keys arriving in order fill their nodes, and keep order through later changes', () => {
+    const h = new Harness();
+    const model = new Map<string, string>();
+    const ascending = Array.from({ length: KEYS }, (_, i) => `k${String(i).padStart(6, '0')}`);
+    for (let i = 0; i < KEYS; i += BATCH) {
+      h.ok(ascending.slice(i, i + BATCH).map((k) => put(k, '1', { expiry: FOREVER })));
+      for (const k of ascending.slice(i, i + BATCH)) model.set(k, '1');
+    }
+    check(h, model);
+    // An ordered load builds what a restore builds: full nodes but the last of each level.
+    const restored = new Harness();
+    restoreFromBytes(restored.m, snapshotToBytes(h.m));
+    expect(h.m.structureBytes()).toBeLessThanOrEqual(restored.m.structureBytes() * 1.01);
+    // Keys below and between the ordered ones, then deletes: every split kind again.
+    const rand = createUnitRandom(SEED);
+    for (let i = 0; i < KEYS; i += BATCH) {
+      const ops = [];
+      for (let j = 0; j < BATCH; j++) {
+        const k = rand() < 0.5 ? `k!${String(i + j).padStart(6, '0')}`
+          : `k${String(Math.floor(rand() * KEYS)).padStart(6, '0')}x`;
+        if (model.has(k)) continue;
+        ops.push(put(k, '2', { expiry: FOREVER }));
+        model.set(k, '2');
+      }
+      h.ok(ops);
+    }
+    h.ok(ascending.filter((_, i) => i % 3 === 0).slice(0, BATCH).map((k) => del(k)));
+    for (const k of ascending.filter((_, i) => i % 3 === 0).slice(0, BATCH)) model.delete(k);
+    check(h, model);
+  });
 });
