@@ -1,7 +1,9 @@
 /**
  * `npm run bench:node`: one durable node under wrk load, beside the bare hyper-express ceiling
  * measured in the same run. 100-byte values over 100k keys; put, get, CAS, incr with `max`
- * and batches of 16 puts, at 64 connections and at 1. Prints a table and writes it to
+ * and batches of 16 puts, at 64 connections and at 1. Just before the one-connection rows it
+ * times the disk's part of a put (the WAL bench's single-entry append + fdatasync) and
+ * checks the one-connection target against it. Prints a table and writes it to
  * bench/RESULTS.md under "## Node" (the rest of the file is kept).
  *
  * Needs `wrk` (Debian: `apt-get install wrk`). Everything listens on 127.0.0.1, every run is
@@ -69,6 +71,26 @@ function runWrk(port: number, workload: Workload, connections: number): Row {
   return { workload, connections, callsPerSec: rate, p50Ms: p50, p99Ms: p99, non2xx };
 }
 
+/** The WAL bench's single-entry append + fdatasync p50, in ms: the disk's part of a put. */
+function fdatasyncP50Ms(): number {
+  const output = execFileSync(process.execPath, [join(ROOT, 'dist', 'bench', 'wal.bench.js')], {
+    env: { ...process.env, BENCH_TIME_MS: '3000', BENCH_CASE: 'append+sync 1 entry' },
+    encoding: 'utf8', timeout: 60_000,
+  });
+  const row = output.split('\n').find((line) => line.startsWith('| append+sync 1 entry |'));
+  return Number(row?.split('|')[4]?.trim() ?? NaN);
+}
+
+/** The one-connection target: put p50 at most the same run's fdatasync p50 + 0.1 ms. */
+function oneConnectionLine(rows: readonly Row[], fdatasyncMs: number): string {
+  const put = rows.find((r) => r.workload === 'put' && r.connections === 1);
+  const putMs = put?.p50Ms ?? NaN;
+  const above = putMs - fdatasyncMs;
+  return `One connection: put p50 ${putMs.toFixed(3)} ms; an append + fdatasync of one entry ` +
+    `(the WAL bench, this run, just before) p50 ${fdatasyncMs.toFixed(3)} ms; the put is ` +
+    `${above.toFixed(3)} ms above it (target: at most 0.100, ${above <= 0.1 ? 'met' : 'not met'}).`;
+}
+
 async function preload(port: number): Promise<void> {
   const value = 'v'.repeat(98);
   for (let start = 1; start <= KEYS; start += 256) {
@@ -121,9 +143,11 @@ async function main(): Promise<void> {
   });
   const rows: Row[] = [];
   const bare = new Map<number, number>();
+  let fdatasyncMs = NaN;
   try {
     await preload(node.port);
     for (const connections of [64, 1]) {
+      if (connections === 1) fdatasyncMs = fdatasyncP50Ms();
       for (const workload of WORKLOADS) {
         const port = workload === 'bare' ? bareServer.port : node.port;
         const row = runWrk(port, workload, connections);
@@ -137,7 +161,7 @@ async function main(): Promise<void> {
     node.child.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const table = render(rows, bare);
+  const table = `${render(rows, bare)}\n\n${oneConnectionLine(rows, fdatasyncMs)}`;
   console.log(table);
   writeResults(table);
 }

@@ -4,7 +4,8 @@
  * callers of one entry each, to show group commit sharing one fsync. Reports entries/s,
  * fsyncs/s and p50/p99 sync latency as a markdown table for bench/RESULTS.md.
  *
- * Run: npm run build:ts && node dist/bench/wal.bench.js   (BENCH_TIME_MS to change the budget)
+ * Run: npm run build:ts && node dist/bench/wal.bench.js   (BENCH_TIME_MS to change the budget,
+ * BENCH_CASE to run only the cases whose name contains it)
  */
 import { execSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -112,10 +113,15 @@ function render(rows: readonly Row[]): string {
   return lines.join('\n');
 }
 
+// BENCH_CASE runs only the cases whose name contains it (bench:node times one): such a
+// partial run prints its table and leaves the saved figures of the full run alone.
+const only = process.env.BENCH_CASE;
 const rows: Row[] = [];
-for (const spec of CASES) rows.push(await runCase(spec));
+for (const spec of CASES) {
+  if (only === undefined || spec.name.includes(only)) rows.push(await runCase(spec));
+}
 console.log(render(rows));
-writeMicroJson(rows.map((row) => ({ name: row.name, perSecond: row.entriesPerSecond,
+if (only === undefined) writeMicroJson(rows.map((row) => ({ name: row.name, perSecond: row.entriesPerSecond,
   unit: 'entries/s', p50us: row.p50Ms * 1000, p99us: row.p99Ms * 1000,
   rmePercent: row.rmePercent })), rows.map((row) => `${row.name}: ` +
   `${row.fsyncsPerSecond.toFixed(0)} fsyncs/s, ${row.samples} samples`));
