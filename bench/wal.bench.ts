@@ -121,7 +121,9 @@ for (const spec of CASES) {
   if (only === undefined || spec.name.includes(only)) rows.push(await runCase(spec));
 }
 console.log(render(rows));
-if (only === undefined) writeMicroJson(rows.map((row) => ({ name: row.name, perSecond: row.entriesPerSecond,
-  unit: 'entries/s', p50us: row.p50Ms * 1000, p99us: row.p99Ms * 1000,
-  rmePercent: row.rmePercent })), rows.map((row) => `${row.name}: ` +
-  `${row.fsyncsPerSecond.toFixed(0)} fsyncs/s, ${row.samples} samples`));
+if (only === undefined) {
+  writeMicroJson(rows.map((row) => ({ name: row.name, perSecond: row.entriesPerSecond,
+    unit: 'entries/s', p50us: row.p50Ms * 1000, p99us: row.p99Ms * 1000,
+    rmePercent: row.rmePercent })), rows.map((row) => `${row.name}: ` +
+    `${row.fsyncsPerSecond.toFixed(0)} fsyncs/s, ${row.samples} samples`));
+}
