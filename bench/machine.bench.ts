@@ -139,19 +139,26 @@ async function measure(name: string, unitsPerCall: number, unit: string, fn: () 
     p50us: r.latency.p50 * 1000, p99us: r.latency.p99 * 1000, rme: r.latency.rme };
 }
 
-async function writeFigures(t: Target, keys: number, label: string, cas: boolean):
-  Promise<Figure[]> {
+/** A figure per workload and entry size, `apply` taking the pre-encoded entries in turn. */
+async function poolFigures(keys: number, label: string,
+  apply: (entry: { c: Command; b: Uint8Array }) => void): Promise<Figure[]> {
   const out: Figure[] = [];
   for (const kind of ['put', 'incr', 'mixed'] as const) {
     for (const batch of BATCHES) {
       const entries = pool(kind, keys, batch, batch * 31 + kind.length);
       let i = 0;
-      out.push(await measure(`${label} ${kind} x${batch}`, batch, 'writes/s', () => {
-        const e = entries[i++ % entries.length]!;
-        t.apply(e.c, e.b);
-      }));
+      out.push(await measure(`${label} ${kind} x${batch}`, batch, 'writes/s',
+        () => apply(entries[i++ % entries.length]!)));
     }
   }
+  return out;
+}
+
+async function writeFigures(t: Target, keys: number, label: string, cas: boolean):
+  Promise<Figure[]> {
+  const out = await poolFigures(keys, label, (e) => {
+    t.apply(e.c, e.b);
+  });
   if (cas) {
     const versions = versionsOf(t, keys);
     for (const batch of BATCHES) {
@@ -201,19 +208,11 @@ async function entryFigures(m: StateMachine, keys: number, label: string): Promi
   let index = m.appliedIndex;
   let timeMs = m.lastTimeMs;
   let seq = 0;
-  const out: Figure[] = [];
-  for (const kind of ['put', 'incr', 'mixed'] as const) {
-    for (const batch of BATCHES) {
-      const entries = pool(kind, keys, batch, batch * 31 + kind.length);
-      let i = 0;
-      out.push(await measure(`${label} ${kind} x${batch}`, batch, 'writes/s', () => {
-        const e = entries[i++ % entries.length]!;
-        const entry: Entry = { term: 1, index: ++index, timeMs: ++timeMs, type: 'normal',
-          data: encodeEnvelope(ORIGIN, ++seq, e.b) };
-        m.applyEntries([entry], sink);
-      }));
-    }
-  }
+  const out = await poolFigures(keys, label, (e) => {
+    const entry: Entry = { term: 1, index: ++index, timeMs: ++timeMs, type: 'normal',
+      data: encodeEnvelope(ORIGIN, ++seq, e.b) };
+    m.applyEntries([entry], sink);
+  });
   if (sink.answers !== seq) throw new Error(`${seq} entries applied, ${sink.answers} answered`);
   return out;
 }
