@@ -7,7 +7,8 @@
  *   2. apply `committedEntries` in order, in WebAssembly, at each entry's stamp (the core
  *      hands out only entries already durable here), and answer the read states now served,
  *   3. hand the hard state, then the entries, to storage, which writes them through to the
- *      page cache at once when nothing must be durable before them,
+ *      page cache at once when nothing must be durable before them, and start the fsync
+ *      when none is in flight,
  *   4. `advance()`, and take the next Ready at once;
  *   5. when the fsync covering step 3 returns: send the Ready's `messages` (votes and
  *      acknowledgements promise durable state), then `persisted()`.
