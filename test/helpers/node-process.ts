@@ -7,7 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
+
+export { freePort } from '../jepsen/ports.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const START_TIMEOUT_MS = 20_000;
@@ -50,20 +51,6 @@ export function tempDir(prefix: string): string {
 
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
-}
-
-/** A free loopback port (for peer links, whose ports must be known before start). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function waitForServing(child: ChildProcess, getOutput: () => string): Promise<number> {

@@ -9,9 +9,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import {
   closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './ports.js';
 import { LinkProxy } from './proxy.js';
 
 /** How long a node may take to answer /health after a (re)start. */
@@ -42,19 +42,6 @@ export function packageRoot(): string {
     dir = dirname(dir);
   }
   throw new Error('package.json not found above the fault run harness');
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export interface NodeExit {
