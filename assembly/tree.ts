@@ -302,15 +302,15 @@ export class Tree {
     // A key past the last of a full leaf (keys arriving in order: counters, timestamps, a
     // load) starts a new leaf and leaves this one full. Halves would leave every leaf of an
     // ordered load half empty: twice the nodes, and more cache misses in every later search.
-    let half = i == NODE_CAP ? NODE_CAP : NODE_CAP >> 1;
+    let appending = i == NODE_CAP;
+    let half = appending ? NODE_CAP : NODE_CAP >> 1;
     for (let j = half; j < NODE_CAP; j++) unchecked(right.rows[j - half] = leaf.rows[j]);
     clearRefs(changetype<usize>(leaf.rows), half, NODE_CAP);
     right.n = NODE_CAP - half;
     leaf.n = half;
     right.next = leaf.next;
     leaf.next = right;
-    if (i < half || i == NODE_CAP >> 1) leafInsert(leaf, i, row);
-    else leafInsert(right, i - half, row);
+    if (!appending && i <= half) leafInsert(leaf, i, row); else leafInsert(right, i - half, row);
     let sep = unchecked(right.rows[0]);
     let d = this.depth;
     rehint(leaf, changetype<Row | null>(unchecked(this.pathLo[d])), sep);
