@@ -34,6 +34,7 @@ import type { Configuration, Entry, Snapshot, SnapshotMeta } from '../core/raft/
 import {
   isWriteOp, type Command, type KvCall, type QuotaSettings,
 } from '../machine/commands.js';
+import { SeqTable } from '../core/seq-table.js';
 import { encodeCommand } from '../machine/codec.js';
 import { MAX_STATE_BYTES_DEFAULT, memoryFull } from '../machine/memory-budget.js';
 import type { StateMachine } from '../machine/state-machine.js';
@@ -222,10 +223,10 @@ export class Replica implements KvService, MembersService {
   private readonly origin: Origin;
   private nextSeq = 1;
   private nextReadId = 1;
-  private readonly writesBySeq = new Map<number, PendingWrite>();
+  private readonly writesBySeq = new SeqTable<PendingWrite>();
   /** Writes waiting for a leader to be known, in arrival order. */
   private readonly writesAwaitingLeader: PendingWrite[] = [];
-  private readonly reads = new Map<number, PendingRead>();
+  private readonly reads = new SeqTable<PendingRead>();
   private readonly readsAwaitingLeader: number[] = [];
   private pumping = false;
   private state: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
@@ -619,9 +620,9 @@ export class Replica implements KvService, MembersService {
   private expireOverdue(): void {
     const now = this.deps.scheduler.nowMs();
     const timedOut = unavailable('timeout', 'no answer in time: the outcome is unknown');
-    for (const [seq, pending] of this.writesBySeq) {
+    for (const [seq, pending] of this.writesBySeq.entries()) {
       if (pending.deadlineMs > now) continue;
-      this.writesBySeq.delete(seq);
+      this.writesBySeq.take(seq);
       pending.waiter.unavailable(timedOut);
     }
     for (let i = this.writesAwaitingLeader.length - 1; i >= 0; i--) {
@@ -630,9 +631,9 @@ export class Replica implements KvService, MembersService {
       this.writesAwaitingLeader.splice(i, 1);
       pending.waiter.unavailable(unavailable('no_leader', 'no leader was elected in time'));
     }
-    for (const [requestId, pending] of this.reads) {
+    for (const [requestId, pending] of this.reads.entries()) {
       if (pending.deadlineMs > now) continue;
-      this.reads.delete(requestId);
+      this.reads.take(requestId);
       const detail = 'the cluster did not confirm a read index in time';
       pending.unavailable(unavailable('timeout', detail));
     }
@@ -650,12 +651,10 @@ export class Replica implements KvService, MembersService {
   }
 
   private failEverything(reason: UnavailableReason, detail: string): void {
-    const writes = [...this.writesBySeq.values(), ...this.writesAwaitingLeader];
-    this.writesBySeq.clear();
+    const writes = [...this.writesBySeq.drain(), ...this.writesAwaitingLeader];
     this.writesAwaitingLeader.length = 0;
     for (const pending of writes) pending.waiter.unavailable(unavailable(reason, detail));
-    const reads = [...this.reads.values()];
-    this.reads.clear();
+    const reads = this.reads.drain();
     this.readsAwaitingLeader.length = 0;
     for (const pending of reads) pending.unavailable(unavailable(reason, detail));
   }
@@ -913,15 +912,13 @@ export class Replica implements KvService, MembersService {
   /** What `applyEntries` reports, turned into answers to this node's waiting callers. */
   private readonly appliedSink: AppliedEntrySink = {
     answer: (seq: number, header: AnswerHeader, body: Uint8Array) => {
-      const pending = this.writesBySeq.get(seq);
+      const pending = this.writesBySeq.take(seq);
       if (pending === undefined) return;
-      this.writesBySeq.delete(seq);
       pending.waiter.answered(header, body);
     },
     done: (seq: number) => {
-      const pending = this.writesBySeq.get(seq);
+      const pending = this.writesBySeq.take(seq);
       if (pending === undefined) return;
-      this.writesBySeq.delete(seq);
       if (pending.waiter.applied !== undefined) pending.waiter.applied();
       else pending.waiter.refused('the entry applied no call');
     },
@@ -941,7 +938,7 @@ export class Replica implements KvService, MembersService {
       const pending = this.reads.get(requestId);
       if (pending === undefined) continue;
       if (readIndex < 0) {
-        this.reads.delete(requestId);
+        this.reads.take(requestId);
         const detail = 'leadership changed before the read was confirmed';
         pending.unavailable(unavailable('no_leader', detail));
         continue;
@@ -952,9 +949,9 @@ export class Replica implements KvService, MembersService {
 
   private serveReads(): void {
     const applied = this.deps.machine.appliedIndex;
-    for (const [requestId, pending] of this.reads) {
+    for (const [requestId, pending] of this.reads.entries()) {
       if (pending.readIndex < 0 || pending.readIndex > applied) continue;
-      this.reads.delete(requestId);
+      this.reads.take(requestId);
       pending.serve();
     }
   }
