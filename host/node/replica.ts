@@ -832,6 +832,9 @@ export class Replica implements KvService, MembersService {
       this.sendAll(waiting.shift()!.messages);
     }
     if (covered.index > 0) this.core.persisted(covered.index, covered.term);
+    // Writes handed over while this fsync ran go to the disk now, before this one's calls
+    // are applied and answered: the disk is the bottleneck, so it never waits for the CPU.
+    this.startSync();
     this.pump();
   }
 
@@ -948,6 +951,7 @@ export class Replica implements KvService, MembersService {
   }
 
   private serveReads(): void {
+    if (this.reads.size === 0) return;
     const applied = this.deps.machine.appliedIndex;
     for (const [requestId, pending] of this.reads.entries()) {
       if (pending.readIndex < 0 || pending.readIndex > applied) continue;
