@@ -16,7 +16,12 @@ import { join } from 'node:path';
 
 /** Spare files are named `spare-<n>.prealloc`; recovery removes any left by a crash. */
 const SPARE_NAME = /^spare-\d+\.prealloc$/;
-/** Zeros written per call while preparing a spare. */
+/**
+ * Zeros written, then fdatasynced, per step while preparing a spare. One fdatasync of a whole
+ * 64 MiB spare kept the disk busy for 70 ms on an idle machine and far longer under load, and
+ * every WAL fsync behind it waited (batches of 16 puts saw a p99 of 370 ms); a step of 1 MiB
+ * holds a WAL fsync back by a millisecond or two.
+ */
 const ZERO_CHUNK_BYTES = 1024 * 1024;
 const ZEROS = Buffer.alloc(ZERO_CHUNK_BYTES);
 
@@ -99,8 +104,8 @@ export class SegmentPreallocator {
         const length = Math.min(ZERO_CHUNK_BYTES, this.segmentBytes - at);
         const { bytesWritten } = await handle.write(ZEROS, 0, length, at);
         if (bytesWritten !== length) throw new Error('short write while preparing a spare');
+        await handle.datasync();
       }
-      await handle.datasync();
       return { path, handle, bytes: this.segmentBytes };
     } catch (error) {
       await handle.close();
