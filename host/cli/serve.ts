@@ -2,6 +2,7 @@
  * `hivekv serve`: run one node until SIGTERM or SIGINT. Flags first, then the environment
  * (README.md, "Configuration"); a bad setting exits 2 with a message that names it.
  */
+import { setFlagsFromString } from 'node:v8';
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type Flags } from '../node/config.js';
 import { docsPath } from './connection.js';
@@ -18,6 +19,23 @@ A new member starts empty and waits until a leader adds it (hivekv members add):
 member, a node takes its members from its log: --peers only names the starting members.
 Configuration beyond the flags comes from the environment:
   ${docsPath('configuration.md')}`;
+
+/**
+ * How far V8's old generation may grow past what survived the last full collection before the
+ * next one starts: 200 lets it triple. A node's JavaScript heap is small (the state lives in
+ * WebAssembly memory) and mostly its in-memory log, up to one snapshot interval of entries;
+ * with V8's own growth factor the free room stayed near the young generation's size, and
+ * under batch load the collector marked the whole heap every 80 to 130 ms (9% of the main
+ * thread's samples). Tripling costs a few tens of megabytes of RSS and took that to a few
+ * collections per second: batches of 16 puts went 10 to 20% faster side by side, single
+ * puts unchanged. A `--heap-growing-percent` given to node itself is left as it is.
+ */
+const HEAP_GROWING_PERCENT = 200;
+
+function tuneCollector(): void {
+  if (process.execArgv.some((arg) => arg.startsWith('--heap-growing-percent'))) return;
+  setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+}
 
 /** The serve command, detached from any program (tests parse flags through it). */
 export function serveCommand(): Command {
@@ -62,6 +80,7 @@ export function registerServe(program: Command): void {
     }
     // Loaded here, not at the top: the client commands start without the server's modules.
     const { serve } = await import('../node/main.js');
+    tuneCollector();
     await serve(config);
   }));
 }
