@@ -1,10 +1,11 @@
 /**
  * `npm run bench:node`: one durable node under wrk load, beside the bare hyper-express ceiling
  * measured in the same run. 100-byte values over 100k keys; put, get, CAS, incr with `max`
- * and batches of 16 puts, at 64 connections and at 1. Just before the one-connection rows it
- * times the disk's part of a put (the WAL bench's single-entry append + fdatasync) and
- * checks the one-connection target against it. Prints a table and writes it to
- * bench/RESULTS.md under "## Node" (the rest of the file is kept).
+ * and batches of 16 puts, at 64 connections and at 1, after 3 s of unmeasured load on each
+ * server. Just before the one-connection rows it times the disk's part of a put (the WAL
+ * bench's single-entry append + fdatasync) and checks the one-connection target against it.
+ * Prints a table and writes it to bench/RESULTS.md under "## Node" (the rest of the file is
+ * kept).
  *
  * Needs `wrk` (Debian: `apt-get install wrk`). Everything listens on 127.0.0.1, every run is
  * bounded by its duration, and the processes started here are stopped by their PID.
@@ -18,6 +19,11 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const WRK_DIR = join(ROOT, 'bench', 'wrk');
 const KEYS = 100_000;
 const DURATION_S = Number(process.env['HIVEKV_BENCH_SECONDS'] ?? '10');
+/**
+ * Unmeasured load on both servers before the first row: otherwise the first row of each
+ * pays for compiling the hot paths and the node's first snapshot, and reads low.
+ */
+const WARMUP_S = 3;
 const WORKLOADS = ['bare', 'put', 'get', 'cas', 'incr', 'batch16'] as const;
 type Workload = (typeof WORKLOADS)[number];
 const OPS_PER_CALL: Record<Workload, number> = {
@@ -55,14 +61,15 @@ function millis(text: string): number {
   return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
 }
 
-function runWrk(port: number, workload: Workload, connections: number): Row {
+function runWrk(port: number, workload: Workload, connections: number,
+  seconds = DURATION_S): Row {
   // The bare server answers any body the same way; it is driven with the get requests.
   const script = join(WRK_DIR, `${workload === 'bare' ? 'get' : workload}.lua`);
   const threads = connections === 1 ? 1 : 2;
   const output = execFileSync('wrk', ['-t', String(threads), '-c', String(connections),
-    '-d', `${DURATION_S}s`, '--latency', '-s', script, `http://127.0.0.1:${port}`], {
+    '-d', `${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}`], {
     env: { ...process.env, HIVEKV_BENCH_DIR: WRK_DIR, HIVEKV_BENCH_KEYS: String(KEYS) },
-    encoding: 'utf8', timeout: (DURATION_S + 30) * 1000,
+    encoding: 'utf8', timeout: (seconds + 30) * 1000,
   });
   const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? NaN);
   const p50 = millis(/\s50%\s+(\S+)/.exec(output)?.[1] ?? '');
@@ -146,6 +153,8 @@ async function main(): Promise<void> {
   let fdatasyncMs = NaN;
   try {
     await preload(node.port);
+    runWrk(bareServer.port, 'bare', 64, WARMUP_S);
+    runWrk(node.port, 'put', 64, WARMUP_S);
     for (const connections of [64, 1]) {
       if (connections === 1) fdatasyncMs = fdatasyncP50Ms();
       for (const workload of WORKLOADS) {
