@@ -42,6 +42,8 @@ export interface MembershipOptions {
   readonly tickMs: number;
   readonly electionTicks: number;
   readonly requestTimeoutMs: number;
+  /** The id of this incarnation's first membership request (replica.ts, firstRequestId). */
+  readonly firstRequestId: number;
 }
 
 export interface MembershipDeps {
@@ -81,7 +83,7 @@ function addressOf(id: string, text: string): PeerAddress | null {
 
 export class Membership {
   private readonly pending = new Map<number, PendingChange>();
-  private nextRequestId = 1;
+  private nextRequestId: number;
   private retryTimer: TimerHandle | null = null;
   /** The configuration last handed to the transport. */
   private syncedConfig: Configuration | null = null;
@@ -90,7 +92,9 @@ export class Membership {
   /** The highest index applied here, as last reported. */
   private appliedIndex = 0;
 
-  constructor(private readonly options: MembershipOptions, private readonly deps: MembershipDeps) {}
+  constructor(private readonly options: MembershipOptions, private readonly deps: MembershipDeps) {
+    this.nextRequestId = options.firstRequestId;
+  }
 
   // ---------------------------------------------------------------- the transport
 

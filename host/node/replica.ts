@@ -217,12 +217,28 @@ function unavailable(reason: UnavailableReason, detail: string): Unavailable {
 }
 
 
+/** Request ids an incarnation may take per millisecond of its life without reusing any. */
+const REQUEST_IDS_PER_MS = 1024;
+
+/**
+ * The first id an incarnation started at `nowMs` gives its read-index and membership
+ * requests. A leader may answer a request after the node that asked restarted (the answer
+ * waited in an outbox or on a slow link); when every incarnation counted from 1, such an
+ * answer matched a new request and a follower served a read at an index from before its
+ * restart: a stale read. Counting from its start time, an incarnation never takes an id a
+ * later one takes unless it asked more than 1,024 times per millisecond of its life (or the
+ * clock was set back across the restart).
+ */
+export function firstRequestId(nowMs: number): number {
+  return Math.max(0, Math.floor(nowMs)) * REQUEST_IDS_PER_MS + 1;
+}
+
 export class Replica implements KvService, MembersService {
   private core!: RaftCore;
   private readonly membership: Membership;
   private readonly origin: Origin;
   private nextSeq = 1;
-  private nextReadId = 1;
+  private nextReadId: number;
   private readonly writesBySeq = new SeqTable<PendingWrite>();
   /** Writes waiting for a leader to be known, in arrival order. */
   private readonly writesAwaitingLeader: PendingWrite[] = [];
@@ -278,13 +294,15 @@ export class Replica implements KvService, MembersService {
     private readonly deps: ReplicaDeps,
   ) {
     this.origin = { nodeId: options.id, incarnation: options.incarnation };
+    const firstId = firstRequestId(deps.scheduler.nowMs());
+    this.nextReadId = firstId;
     deps.machine.setOrigin(options.id, options.incarnation);
     if (options.requestLimits !== undefined) deps.machine.setRequestLimits(options.requestLimits);
     deps.machine.setGrowthBudget(this.maxStateBytes);
     this.membership = new Membership({
       selfId: options.id, peerLink: options.peerLink, bootstrapPeers: options.peers,
       tickMs: options.tickMs, electionTicks: options.electionTicks,
-      requestTimeoutMs: options.requestTimeoutMs,
+      requestTimeoutMs: options.requestTimeoutMs, firstRequestId: firstId,
     }, { core: () => this.core, transport: deps.transport, scheduler: deps.scheduler,
       pump: () => this.pump(), isRunning: () => this.state === 'running' });
     this.checkpoints = new CheckpointSchedule(options.digestEvery ?? DIGEST_EVERY_DEFAULT);
