@@ -245,6 +245,8 @@ export class Replica implements KvService, MembersService {
   private readonly reads = new SeqTable<PendingRead>();
   private readonly readsAwaitingLeader: number[] = [];
   private pumping = false;
+  /** A pump waits for the end of this turn (`pumpSoon`). */
+  private pumpScheduled = false;
   private state: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
   private tickTimer: TimerHandle | null = null;
   private sweepTimer: TimerHandle | null = null;
@@ -540,7 +542,7 @@ export class Replica implements KvService, MembersService {
       return;
     }
     this.proposeOrQueue({ command, waiter, seq: null, deadlineMs });
-    this.pump();
+    this.pumpSoon();
   }
 
   /** Runs `run` once this node has applied everything committed when it was asked (§6.4). */
@@ -564,7 +566,7 @@ export class Replica implements KvService, MembersService {
     this.reads.set(requestId, read);
     if (this.core.status().leader === null) this.readsAwaitingLeader.push(requestId);
     else this.core.readIndex(requestId);
-    this.pump();
+    this.pumpSoon();
   }
 
   /**
@@ -690,7 +692,7 @@ export class Replica implements KvService, MembersService {
     const message = decodeMessage(frame);
     if (message === null || message.from !== from) return;
     this.core.step(message);
-    this.pump();
+    this.pumpSoon();
   }
 
   private scheduleTick(): void {
@@ -750,6 +752,29 @@ export class Replica implements KvService, MembersService {
       this.core.status().term !== last.term;
     return next !== null && this.deps.scheduler.nowMs() >= next && settled;
   }
+
+  /**
+   * Pumps now when the disk is idle (a lone call's fsync starts at once), else once the
+   * calls and peer frames of this turn have all been stepped: their entries could not reach
+   * the disk before the fsync in flight ends anyway. A Ready per call made a leader send each
+   * follower one append per put (with `n` puts in a turn, `n` messages to decode, `n` WAL
+   * appends and `n` answers on every follower, and `n` answers for the leader to step); one
+   * Ready per turn carries them all in one.
+   */
+  private pumpSoon(): void {
+    if (this.pumpScheduled) return;
+    if (this.syncInFlight === null) {
+      this.pump();
+      return;
+    }
+    this.pumpScheduled = true;
+    this.deps.scheduler.soon(this.pumpScheduledRun);
+  }
+
+  private readonly pumpScheduledRun = (): void => {
+    this.pumpScheduled = false;
+    this.pump();
+  };
 
   /** Takes every Ready the core has, then starts an fsync if one is due. Never re-enters. */
   private pump(): void {

@@ -13,6 +13,11 @@ export interface Scheduler {
   nowMs(): number;
   /** Runs `callback` once after `delayMs`. */
   after(delayMs: number, callback: () => void): TimerHandle;
+  /**
+   * Runs `callback` once this turn's I/O has been handled: every call and peer frame that
+   * arrived with this one is seen first, so they are taken in one Ready.
+   */
+  soon(callback: () => void): void;
 }
 
 export const realScheduler: Scheduler = {
@@ -20,5 +25,8 @@ export const realScheduler: Scheduler = {
   after(delayMs, callback) {
     const timer = setTimeout(callback, delayMs);
     return { cancel: () => clearTimeout(timer) };
+  },
+  soon(callback) {
+    setImmediate(callback);
   },
 };

@@ -151,6 +151,10 @@ export class NodeClock implements Scheduler {
     return handle;
   }
 
+  soon(callback: () => void): void {
+    this.after(0, callback);
+  }
+
   /** The process is gone: cancel every timer and ignore any armed later. */
   kill(): void {
     this.dead = true;

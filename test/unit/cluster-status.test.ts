@@ -97,6 +97,9 @@ class ManualScheduler implements Scheduler {
     this.timers.push(timer);
     return { cancel: () => { timer.cancelled = true; } };
   }
+  soon(run: () => void): void {
+    this.after(0, run);
+  }
   advance(ms: number): void {
     this.monotonic += ms;
     this.now += ms;
