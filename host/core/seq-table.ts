@@ -84,11 +84,7 @@ export class SeqTable<T> {
 
   /** Removes every value and returns them, oldest first. */
   drain(): T[] {
-    const values: T[] = [];
-    for (let key = this.first; key < this.end; key++) {
-      const value = this.slots[key & this.mask];
-      if (value !== undefined) values.push(value);
-    }
+    const values = Array.from(this.entries(), ([, value]) => value);
     this.reset();
     return values;
   }

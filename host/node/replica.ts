@@ -15,7 +15,9 @@
  * One fsync is in flight at a time. Everything handed to storage while it runs (the next
  * batch of proposals, received, validated, appended and replicated meanwhile) is covered by
  * the next fsync, which starts as soon as the last one returns: that is the group commit, and
- * the disk never waits for the CPU. The chunks of a snapshot being received are written to
+ * the disk never waits for the CPU. While an fsync runs, the calls and peer frames of one
+ * turn of the event loop are taken in one Ready (`pumpSoon`), so a leader sends each follower
+ * one append per turn, not one per call. The chunks of a snapshot being received are written to
  * a file of their own as they come (snapshotter.ts); a complete snapshot is a barrier: every
  * earlier write is made durable first, then the snapshot, then the machine restored from it
  * by streaming, then the rest of its Ready. This node's own snapshots are cut in slices

@@ -173,9 +173,9 @@ export class WsTransport implements Transport {
 
   /**
    * Holds a socket's writes until the event loop has run every callback of this turn, then
-   * writes them in one system call: a leader under load sends each follower one append per
-   * proposal, and a write on loopback costs about 20 µs here, most of a put's cost in a
-   * cluster. Order on the socket is kept; a frame waits at most for the rest of the turn.
+   * writes them in one system call: a node's Readies of one turn (appends, heartbeats,
+   * answers) each send a frame to the same peer, and a write on loopback costs about 20 µs
+   * here. Order on the socket is kept; a frame waits at most for the rest of the turn.
    */
   private corkForThisTurn(socket: WebSocket): void {
     const raw = (socket as unknown as { _socket?: Socket })._socket;
