@@ -55,7 +55,13 @@ export class Tenant {
   }
 }
 
-export let tree = new Tree();
+export let tree = indexedTree(new Tree());
+
+/** The live tree keeps a key index beside it (key-index.ts); other trees do not. */
+function indexedTree(t: Tree): Tree {
+  t.attachIndex();
+  return t;
+}
 /** Min-heap of rows by (expiresAt, version); entries of dead rows are skipped when popped. */
 export let heap = new Array<Row>();
 let heapExp = new Array<i64>();
@@ -336,7 +342,8 @@ export function resetState(
   t: Tree, ts: Array<Tenant>, version: i64, index: i64, timeMs: i64, p: bool,
 ): void {
   retireBytes(stateBytesTotal);
-  tree = t;
+  tree.detachIndex();
+  tree = indexedTree(t);
   tenants = ts;
   tenantIds = new Map<string, i32>();
   stateBytesTotal = 0;
@@ -417,5 +424,6 @@ export function structureBytesWalk(): i64 {
     }
   }
   for (let i = 0; i < tenants.length; i++) total += objectBytes(64);
+  if (tree.index != null) total += objectBytes(<i64>tree.index!.bytes());
   return total;
 }

@@ -7,6 +7,7 @@
 import {
   Row, rowKeyPtr, rowKeyLen, compareBytes,
 } from './row';
+import { KeyIndex } from './key-index';
 
 /** Rows per leaf and children per inner node. */
 const NODE_CAP: i32 = 64;
@@ -44,6 +45,21 @@ export class Node {
     this.leaf = leaf;
     if (!leaf) this.kids = new StaticArray<Node>(NODE_CAP);
   }
+}
+
+/** Where a row is among a leaf's rows, by address; -1 when the leaf does not hold it. */
+function rowIndexIn(leaf: Node, r: Row): i32 {
+  let p = changetype<usize>(leaf.rows);
+  let target = i32x4.splat(<i32>changetype<usize>(r));
+  // Slots past n are null (clearRefs), and the array holds NODE_CAP, a multiple of 4.
+  for (let j = 0; j < leaf.n; j += 4) {
+    let hits = i32x4.bitmask(i32x4.eq(v128.load(p + (<usize>j << 2)), target));
+    if (hits != 0) {
+      let i = j + ctz(hits);
+      return i < leaf.n ? i : -1;
+    }
+  }
+  return -1;
 }
 
 function cmpRow(r: Row, k: usize, kLen: i32): i32 {
@@ -208,9 +224,102 @@ export class Tree {
   private cacheKey: usize = cacheKeyBuffer;
   private cacheKeyLen: i32 = -1;
   private cacheValid: bool = false;
+  /** The key index's slot of the last find's key, 0 when it is not in the index. */
+  private cacheSlot: usize = 0;
   /** Cursor of the last seek: leaf and index (index may equal n; call `settle`). */
   curLeaf: Node | null = null;
   curIdx: i32 = 0;
+  /** The live tree's key index (key-index.ts); null for other trees (preimages). */
+  index: KeyIndex | null = null;
+  /** The leaf the last `insertAt` put its row in. */
+  private insertedLeaf: Node | null = null;
+
+  /**
+   * Starts a key index over every row the tree holds (the state's tree, after a restore).
+   * Walks the leaves: the cursor is left at the end.
+   */
+  attachIndex(): void {
+    let index = new KeyIndex(this.count);
+    this.seekFirst();
+    while (this.curLeaf != null) {
+      let leaf = this.curLeaf!;
+      for (let i = this.curIdx; i < leaf.n; i++) {
+        index.insert(unchecked(leaf.rows[i]), changetype<usize>(leaf));
+      }
+      this.curIdx = leaf.n;
+      this.settle();
+    }
+    this.index = index;
+    this.cacheValid = false;
+  }
+
+  /**
+   * Checks the key index against the tree, for tests: every entry names a row of the tree
+   * under its own key, and every row the index has is found by its key. Writes i64s: rows,
+   * entries, rows not indexed (skipped), and entries whose recorded leaf is stale; throws on
+   * any disagreement. Walks the leaves: the cursor is left at the end.
+   */
+  checkIndex(): StaticArray<i64> {
+    let out = new StaticArray<i64>(4);
+    let index = this.index;
+    if (index == null) return out;
+    let rows: i64 = 0, found: i64 = 0, stale: i64 = 0;
+    this.seekFirst();
+    while (this.curLeaf != null) {
+      let leaf = this.curLeaf!;
+      for (let i = this.curIdx; i < leaf.n; i++) {
+        let r = unchecked(leaf.rows[i]);
+        rows++;
+        let hit = index.find(rowKeyPtr(r), rowKeyLen(r));
+        if (hit == null) continue;
+        assert(changetype<usize>(hit) == changetype<usize>(r), 'index names another row');
+        found++;
+        if (index.lastLeaf() != changetype<usize>(leaf)) stale++;
+      }
+      this.curIdx = leaf.n;
+      this.settle();
+    }
+    assert(found == <i64>index.count, 'index holds entries for keys not in the tree');
+    this.cacheValid = false;
+    unchecked(out[0] = rows);
+    unchecked(out[1] = found);
+    unchecked(out[2] = rows - found);
+    unchecked(out[3] = stale);
+    return out;
+  }
+
+  /** Frees the key index's table (the tree is leaving the state). */
+  detachIndex(): void {
+    if (this.index != null) this.index!.release();
+    this.index = null;
+    this.cacheValid = false;
+  }
+
+  /**
+   * The row of key k through the index, with its leaf and slot in (leaf, slot, and the
+   * returned index i); -1 when the index does not have the key. A stale leaf (a split moved
+   * the row) is corrected by a descent.
+   */
+  private viaIndex(k: usize, kLen: i32): i32 {
+    let index = this.index;
+    if (index == null) return -1;
+    let r = index.find(k, kLen);
+    if (r == null) return -1;
+    this.foundSlot = index.lastSlot;
+    let leaf = changetype<Node>(index.lastLeaf());
+    let i = rowIndexIn(leaf, r);
+    if (i < 0) {
+      leaf = this.descend(k, kLen);
+      i = lowerBound(leaf, k, kLen);
+      assert(i < leaf.n && changetype<usize>(unchecked(leaf.rows[i])) == changetype<usize>(r),
+        'key index names a row not in the tree');
+      index.setLeafAt(this.foundSlot, changetype<usize>(leaf));
+    }
+    this.foundLeaf = leaf;
+    return i;
+  }
+  private foundSlot: usize = 0;
+  private foundLeaf: Node | null = null;
 
   private descend(k: usize, kLen: i32): Node {
     let node = this.root;
@@ -235,11 +344,19 @@ export class Tree {
   }
 
   find(k: usize, kLen: i32): Row | null {
-    let leaf = this.descend(k, kLen);
-    let i = lowerBound(leaf, k, kLen);
+    let leaf: Node;
+    let i = this.viaIndex(k, kLen);
+    if (i >= 0) {
+      leaf = this.foundLeaf!;
+      this.cacheSlot = this.foundSlot;
+    } else {
+      leaf = this.descend(k, kLen);
+      i = lowerBound(leaf, k, kLen);
+      this.cacheSlot = 0;
+      this.cacheDepth = this.depth;
+    }
     this.cacheLeaf = leaf;
     this.cacheIdx = i;
-    this.cacheDepth = this.depth;
     this.cacheValid = kLen <= <i32>CACHE_KEY_BYTES_MAX;
     if (this.cacheValid) {
       memory.copy(this.cacheKey, k, <usize>kLen);
@@ -256,22 +373,39 @@ export class Tree {
     let k = rowKeyPtr(row), kLen = rowKeyLen(row);
     let leaf: Node;
     let i: i32;
+    let slot: usize = 0;
     if (this.cacheValid && compareBytes(this.cacheKey, this.cacheKeyLen, k, kLen) == 0) {
-      // The path of the last find is still in path/pathIdx: nothing changed the tree since.
+      // Nothing changed the tree since the last find. When it found the key through the
+      // index, the key is there and no path is needed; else the path of its descent is still
+      // in path/pathIdx.
       leaf = this.cacheLeaf!;
       i = this.cacheIdx;
-      this.depth = this.cacheDepth;
+      slot = this.cacheSlot;
+      if (slot == 0) this.depth = this.cacheDepth;
     } else {
-      leaf = this.descend(k, kLen);
-      i = lowerBound(leaf, k, kLen);
+      i = this.viaIndex(k, kLen);
+      if (i >= 0) {
+        leaf = this.foundLeaf!;
+        slot = this.foundSlot;
+      } else {
+        leaf = this.descend(k, kLen);
+        i = lowerBound(leaf, k, kLen);
+      }
     }
     this.cacheValid = false;
+    let index = this.index;
     if (i < leaf.n && cmpRow(unchecked(leaf.rows[i]), k, kLen) == 0) {
       let old = unchecked(leaf.rows[i]);
       unchecked(leaf.rows[i] = row);
+      if (index != null) {
+        if (slot != 0) index.setAt(slot, row, changetype<usize>(leaf));
+        else index.insert(row, changetype<usize>(leaf));
+      }
       return old;
     }
+    assert(slot == 0, 'key index names a key the tree lacks');
     this.insertAt(leaf, i, row);
+    if (index != null) index.insert(row, changetype<usize>(this.insertedLeaf));
     return null;
   }
 
@@ -288,6 +422,8 @@ export class Tree {
     let i = lowerBound(leaf, k, kLen);
     if (i < leaf.n && cmpRow(unchecked(leaf.rows[i]), k, kLen) == 0) return false;
     this.insertAt(leaf, i, row);
+    let index = this.index;
+    if (index != null) index.insert(row, changetype<usize>(this.insertedLeaf));
     return true;
   }
 
@@ -296,6 +432,7 @@ export class Tree {
     this.count++;
     if (leaf.n < NODE_CAP) {
       leafInsert(leaf, i, row);
+      this.insertedLeaf = leaf;
       return;
     }
     let right = new Node(true);
@@ -308,9 +445,22 @@ export class Tree {
     clearRefs(changetype<usize>(leaf.rows), half, NODE_CAP);
     right.n = NODE_CAP - half;
     leaf.n = half;
+    let index = this.index;
+    if (index != null) {
+      // The rows that moved name their new leaf, so the index never leads to a stale one.
+      for (let j = 0; j < right.n; j++) {
+        index.moved(unchecked(right.rows[j]), changetype<usize>(right));
+      }
+    }
     right.next = leaf.next;
     leaf.next = right;
-    if (!appending && i <= half) leafInsert(leaf, i, row); else leafInsert(right, i - half, row);
+    if (!appending && i <= half) {
+      leafInsert(leaf, i, row);
+      this.insertedLeaf = leaf;
+    } else {
+      leafInsert(right, i - half, row);
+      this.insertedLeaf = right;
+    }
     let sep = unchecked(right.rows[0]);
     let d = this.depth;
     rehint(leaf, changetype<Row | null>(unchecked(this.pathLo[d])), sep);
@@ -372,10 +522,20 @@ export class Tree {
   /** Removes the row with key k; returns it or null when absent. */
   remove(k: usize, kLen: i32): Row | null {
     this.cacheValid = false;
-    let leaf = this.descend(k, kLen);
-    let i = lowerBound(leaf, k, kLen);
+    let leaf: Node;
+    let i = this.viaIndex(k, kLen);
+    let slot: usize = 0;
+    if (i >= 0) {
+      leaf = this.foundLeaf!;
+      slot = this.foundSlot;
+    } else {
+      leaf = this.descend(k, kLen);
+      i = lowerBound(leaf, k, kLen);
+    }
     if (i >= leaf.n || cmpRow(unchecked(leaf.rows[i]), k, kLen) != 0) return null;
     let old = unchecked(leaf.rows[i]);
+    // A key the index lacks (viaIndex missed) has no entry to remove.
+    if (slot != 0) this.index!.removeAt(slot);
     shiftRefs(changetype<usize>(leaf.rows), i + 1, i, leaf.n - i - 1);
     shiftHints(leaf.hints, i + 1, i, leaf.n - i - 1);
     leaf.n--;

@@ -9,8 +9,9 @@
  *   4.00 GiB  the ceiling: wasm32 linear memory can never grow past it.
  *  -0.75 GiB  what the machine holds outside its count: the input region (up to twice the
  *             largest entry, 64 MiB) and the output region (reads up to QUEEN_KV_MAX_READ_BYTES,
- *             snapshot slices), tree nodes and separator rows, scratch objects of calls, and
- *             the allocator's rounding and fragmentation.
+ *             snapshot slices), tree nodes and separator rows, the key index beside the tree
+ *             (at most 48 MiB, 72 MiB while it doubles: assembly/key-index.ts), scratch
+ *             objects of calls, and the allocator's rounding and fragmentation.
  *  = 3.25 GiB the collection line (assembly/memory-use.ts): once the state, the preimages of
  *             an open snapshot and the rows retired since the last collection pass it, the
  *             machine collects in full.

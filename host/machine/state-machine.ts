@@ -115,6 +115,7 @@ interface Exports {
   nextExpiryMs(): number;
   isPaused(): number;
   structureBytes(): number;
+  keyIndexCheck(): number;
   idempotencyStats(): number;
   setRequestLimits(maxValueBytes: number, maxKeyBytes: number, maxOpsPerCall: number,
     maxKeysPerCall: number, prefixLimit: number, maxReadBytesLo: number,
@@ -523,6 +524,17 @@ export class StateMachine {
   structureBytes(): number {
     return new ByteReader(this.output(this.guard('structureBytes',
       () => this.x.structureBytes()))).i64();
+  }
+
+  /**
+   * The key index beside the tree, checked against it (traps on a disagreement): rows in
+   * the tree, rows the index finds, rows it does not hold, and rows whose recorded leaf is
+   * stale (a split moved them; the next write of the key corrects it). For tests.
+   */
+  keyIndexCheck(): { rows: number; indexed: number; notIndexed: number; staleLeaves: number } {
+    const r = new ByteReader(this.output(this.guard('keyIndexCheck',
+      () => this.x.keyIndexCheck())));
+    return { rows: r.i64(), indexed: r.i64(), notIndexed: r.i64(), staleLeaves: r.i64() };
   }
 
   /**
