@@ -179,6 +179,10 @@ async function verify(port: number, shape: Shape, filled: FillResult): Promise<n
   for (;;) {
     const r = await post(port, '/api/v1/kv', { operations: [{ op: 'getPrefix', ns: 'fill',
       prefix: 'k', after, limit: 1000, keysOnly: true }] });
+    if (r.status !== 200) {
+      throw new Error(`reading the keys back after "${after}": ${r.status} ` +
+        JSON.stringify(r.json));
+    }
     const rows = (r.json.results?.[0]?.['rows'] ?? []) as Array<{ key: string }>;
     for (const row of rows) {
       const n = Number(row.key.slice(1));
@@ -270,7 +274,9 @@ async function runShape(shape: Shape): Promise<ShapeResult> {
     const killMs = await stopNode(node, 'SIGKILL');
     node = await startNode(dataDir);
     const afterKill = await startupLine(node, 'after SIGKILL', killMs);
-    const found = await verify(node.port, shape, filled);
+    const found = await verify(node.port, shape, filled).catch((error: unknown) => {
+      throw new Error(`${String(error)}\nthe node's log, last lines:\n${node.log().slice(-3000)}`);
+    });
     notes.push(`${afterKill}; ${found.toLocaleString('en-US')} keys found, every ` +
       'acknowledged one among them');
     const termMs = await stopNode(node, 'SIGTERM');

@@ -224,11 +224,11 @@ export class StateMachine {
 
   // Addresses come back as i32: one at or past 2 GiB is negative until read as unsigned.
   private output(len: number): Uint8Array {
-    return new Uint8Array(this.x.memory.buffer, this.x.outputRegion() >>> 0, len);
+    return new Uint8Array(this.x.memory.buffer, this.outputAt(), len);
   }
 
   private input(len: number): Uint8Array {
-    const at = this.x.inputRegion(len) >>> 0;
+    const at = this.inputAt(len);
     return new Uint8Array(this.x.memory.buffer, at, len);
   }
 
@@ -605,7 +605,7 @@ export class StateMachine {
    * frame (a bug in the caller).
    */
   parseRequest(frame: RequestFrame): ParseOutcome {
-    const at = this.x.inputRegion(frameBytesMax(frame));
+    const at = this.inputAt(frameBytesMax(frame));
     return this.parseInput(writeRequestFrame(this.wasmBytes(), at, frame));
   }
 
@@ -636,6 +636,19 @@ export class StateMachine {
       }
       throw err;
     }
-    return decodeParseOutput(this.wasmBytes(), this.x.outputRegion(), outLen);
+    return decodeParseOutput(this.wasmBytes(), this.outputAt(), outLen);
+  }
+
+  /**
+   * Addresses of the input and output regions. The exports return them as i32, so one past
+   * 2 GiB of wasm memory comes back negative: a node that restarts with a large state
+   * reserves its regions above its rows, and every request failed there (RangeError).
+   */
+  private inputAt(len: number): number {
+    return this.x.inputRegion(len) >>> 0;
+  }
+
+  private outputAt(): number {
+    return this.x.outputRegion() >>> 0;
   }
 }
