@@ -42,8 +42,8 @@ const M2: u64 = 0xbf58476d1ce4e5b9;
 const M3: u64 = 0x94d049bb133111eb;
 
 /** Hashes key bytes, 8 at a time, then the splitmix64 finalizer. */
-export function keyHash(p: usize, len: i32, seed: u64): u64 {
-  let h = seed ^ (<u64>len * M1);
+function keyHash(p: usize, len: i32): u64 {
+  let h = SEED ^ (<u64>len * M1);
   let end = p + <usize>len;
   let q = p;
   for (; q + 8 <= end; q += 8) h = rotl<u64>((h ^ load<u64>(q)) * M1, 29);
@@ -64,8 +64,6 @@ export class KeyIndex {
   private mask: u32 = 0;
   /** Entries in the table. */
   count: u32 = 0;
-  /** Inserts skipped (run too long, or the table full at its cap), for tests and metrics. */
-  skipped: u32 = 0;
   /** The slot of the last successful lookup, valid until the table changes. */
   lastSlot: usize = 0;
 
@@ -105,7 +103,7 @@ export class KeyIndex {
 
   /** The row stored under key k, or null (then the tree is the authority). */
   find(k: usize, kLen: i32): Row | null {
-    let h = <u32>keyHash(k, kLen, SEED);
+    let h = <u32>keyHash(k, kLen);
     let i = h;
     for (let n: u32 = 0; n < PROBE_MAX; n++, i++) {
       let s = this.slot(i);
@@ -151,18 +149,15 @@ export class KeyIndex {
   /** Adds a row whose key is not in the index (the caller knows). May skip it. */
   insert(row: Row, leaf: usize): void {
     if (<u64>(this.count + 1) * 1024 > (<u64>this.mask + 1) * LOAD_MAX_1024) {
-      if (this.mask + 1 >= CAPACITY_MAX) {
-        this.skipped++;
-        return;
-      }
+      if (this.mask + 1 >= CAPACITY_MAX) return;
       this.grow();
     }
-    let h = <u32>keyHash(rowKeyPtr(row), rowKeyLen(row), SEED);
-    if (!this.place(h, <u32>changetype<usize>(row), <u32>leaf)) this.skipped++;
+    this.place(<u32>keyHash(rowKeyPtr(row), rowKeyLen(row)), <u32>changetype<usize>(row),
+      <u32>leaf);
   }
 
-  /** Puts an entry in the first free slot of its run; false when that is too far. */
-  private place(h: u32, row: u32, leaf: u32): bool {
+  /** Puts an entry in the first free slot of its run; leaves it out when that is too far. */
+  private place(h: u32, row: u32, leaf: u32): void {
     let i = h;
     for (let n: u32 = 0; n < PROBE_MAX; n++, i++) {
       let s = this.slot(i);
@@ -171,9 +166,8 @@ export class KeyIndex {
       store<u32>(s, row, 4);
       store<u32>(s, leaf, 8);
       this.count++;
-      return true;
+      return;
     }
-    return false;
   }
 
   private grow(): void {
@@ -184,7 +178,7 @@ export class KeyIndex {
       let s = old + <usize>i * ENTRY_BYTES;
       let row = load<u32>(s, 4);
       if (row == 0) continue;
-      if (!this.place(load<u32>(s), row, load<u32>(s, 8))) this.skipped++;
+      this.place(load<u32>(s), row, load<u32>(s, 8));
     }
     heap.free(old);
   }

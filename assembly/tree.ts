@@ -296,24 +296,29 @@ export class Tree {
   }
 
   /**
-   * The row of key k through the index, with its leaf and slot in (leaf, slot, and the
-   * returned index i); -1 when the index does not have the key. A stale leaf (a split moved
-   * the row) is corrected by a descent.
+   * Where key k is or would go: returns the index in the leaf it leaves in `foundLeaf`, and
+   * in `foundSlot` the key index's slot of the key, or 0 when the index lacks it. Then, and
+   * only then, the leaf was reached by a descent, whose path is in path/pathIdx for an insert.
+   * An entry whose leaf does not hold its row (a split moved it) is mended by a descent.
    */
-  private viaIndex(k: usize, kLen: i32): i32 {
+  private locate(k: usize, kLen: i32): i32 {
     let index = this.index;
-    if (index == null) return -1;
-    let r = index.find(k, kLen);
-    if (r == null) return -1;
-    this.foundSlot = index.lastSlot;
-    let leaf = changetype<Node>(index.lastLeaf());
+    let r = index != null ? index.find(k, kLen) : null;
+    if (r == null) {
+      this.foundSlot = 0;
+      let leaf = this.descend(k, kLen);
+      this.foundLeaf = leaf;
+      return lowerBound(leaf, k, kLen);
+    }
+    this.foundSlot = index!.lastSlot;
+    let leaf = changetype<Node>(index!.lastLeaf());
     let i = rowIndexIn(leaf, r);
     if (i < 0) {
       leaf = this.descend(k, kLen);
       i = lowerBound(leaf, k, kLen);
       assert(i < leaf.n && changetype<usize>(unchecked(leaf.rows[i])) == changetype<usize>(r),
         'key index names a row not in the tree');
-      index.setLeafAt(this.foundSlot, changetype<usize>(leaf));
+      index!.setLeafAt(this.foundSlot, changetype<usize>(leaf));
     }
     this.foundLeaf = leaf;
     return i;
@@ -344,17 +349,10 @@ export class Tree {
   }
 
   find(k: usize, kLen: i32): Row | null {
-    let leaf: Node;
-    let i = this.viaIndex(k, kLen);
-    if (i >= 0) {
-      leaf = this.foundLeaf!;
-      this.cacheSlot = this.foundSlot;
-    } else {
-      leaf = this.descend(k, kLen);
-      i = lowerBound(leaf, k, kLen);
-      this.cacheSlot = 0;
-      this.cacheDepth = this.depth;
-    }
+    let i = this.locate(k, kLen);
+    let leaf = this.foundLeaf!;
+    this.cacheSlot = this.foundSlot;
+    this.cacheDepth = this.depth;
     this.cacheLeaf = leaf;
     this.cacheIdx = i;
     this.cacheValid = kLen <= <i32>CACHE_KEY_BYTES_MAX;
@@ -383,14 +381,9 @@ export class Tree {
       slot = this.cacheSlot;
       if (slot == 0) this.depth = this.cacheDepth;
     } else {
-      i = this.viaIndex(k, kLen);
-      if (i >= 0) {
-        leaf = this.foundLeaf!;
-        slot = this.foundSlot;
-      } else {
-        leaf = this.descend(k, kLen);
-        i = lowerBound(leaf, k, kLen);
-      }
+      i = this.locate(k, kLen);
+      leaf = this.foundLeaf!;
+      slot = this.foundSlot;
     }
     this.cacheValid = false;
     let index = this.index;
@@ -522,19 +515,12 @@ export class Tree {
   /** Removes the row with key k; returns it or null when absent. */
   remove(k: usize, kLen: i32): Row | null {
     this.cacheValid = false;
-    let leaf: Node;
-    let i = this.viaIndex(k, kLen);
-    let slot: usize = 0;
-    if (i >= 0) {
-      leaf = this.foundLeaf!;
-      slot = this.foundSlot;
-    } else {
-      leaf = this.descend(k, kLen);
-      i = lowerBound(leaf, k, kLen);
-    }
+    let i = this.locate(k, kLen);
+    let leaf = this.foundLeaf!;
+    let slot = this.foundSlot;
     if (i >= leaf.n || cmpRow(unchecked(leaf.rows[i]), k, kLen) != 0) return null;
     let old = unchecked(leaf.rows[i]);
-    // A key the index lacks (viaIndex missed) has no entry to remove.
+    // A key the index lacks (slot 0) has no entry to remove.
     if (slot != 0) this.index!.removeAt(slot);
     shiftRefs(changetype<usize>(leaf.rows), i + 1, i, leaf.n - i - 1);
     shiftHints(leaf.hints, i + 1, i, leaf.n - i - 1);
