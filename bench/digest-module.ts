@@ -55,8 +55,9 @@ export function stubSource(file: string, source: string): string {
 
 function compile(root: string, dir: string, name: string): string {
   const out = join(dir, `${name}.wasm`);
-  execFileSync(join(root, 'node_modules', '.bin', 'asc'), ['assembly/index.ts', '--config',
-    'asconfig.json', '--target', 'release', '--outFile', out, '--textFile',
+  // The build script, so that both modules get the runtime correction the shipped one has.
+  execFileSync(process.execPath, [join(root, 'scripts', 'build-wasm.mjs'), 'assembly/index.ts',
+    '--config', 'asconfig.json', '--target', 'release', '--outFile', out, '--textFile',
     join(dir, `${name}.wat`)], { cwd: join(dir, name), stdio: ['ignore', 'pipe', 'pipe'],
     timeout: COMPILE_TIMEOUT_MS });
   return out;
