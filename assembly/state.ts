@@ -270,15 +270,30 @@ export function heapRebuild(entries: Array<Row>): void {
   for (let i = (heap.length >> 1) - 1; i >= 0; i--) siftDown(i);
 }
 
-/** Drops dead entries once they outnumber live ones; called between entries only. */
+/**
+ * Drops dead entries once they outnumber live ones; called between entries only. In place,
+ * keeping the live entries in order, then made a heap again: the same heap a rebuild from a
+ * new array gave, without allocating, so the collector's steps (set off by allocation) do not
+ * run inside it; they were half of its pause (30 to 80 ms at 100k TTL counters).
+ */
 export function heapMaybeCompact(): void {
-  if (heap.length <= 2 * ttlRows + HEAP_SLACK_ENTRIES) return;
-  let keep = new Array<Row>();
-  for (let i = 0; i < heap.length; i++) {
+  let n = heap.length;
+  if (n <= 2 * ttlRows + HEAP_SLACK_ENTRIES) return;
+  let kept = 0;
+  for (let i = 0; i < n; i++) {
     let r = unchecked(heap[i]);
-    if (!rowDead(r)) keep.push(r);
+    if (rowDead(r)) continue;
+    if (kept != i) {
+      unchecked(heap[kept] = r);
+      unchecked(heapExp[kept] = heapExp[i]);
+      unchecked(heapVer[kept] = heapVer[i]);
+    }
+    kept++;
   }
-  heapRebuild(keep);
+  heap.length = kept;
+  heapExp.length = kept;
+  heapVer.length = kept;
+  for (let i = (kept >> 1) - 1; i >= 0; i--) siftDown(i);
 }
 
 /** Removes up to maxKeys rows expired at timeMs, oldest (expiresAt, version) first. */
