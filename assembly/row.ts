@@ -11,8 +11,6 @@
  * namespaces carry no NUL). Rows are immutable apart from `dead`: a write makes a new row.
  */
 
-import { growInStepsWhenLarge } from './memory-growth';
-
 export const ROW_HEADER_BYTES: i32 = 32;
 /** Internal expiresAt of a `forever` row: sorts after every real time. */
 export const EXPIRES_NEVER: i64 = i64.MAX_VALUE;
@@ -77,7 +75,6 @@ export function rowCapacity(rowBytes: usize): usize {
 
 /** A zeroed row buffer of `rowBytes`, allocated as `rowCapacity` says. */
 export function allocRow(rowBytes: usize): Row {
-  growInStepsWhenLarge();
   let p = __new(rowCapacity(rowBytes), idof<ArrayBuffer>());
   // The block is large enough: the runtime only records the length (no move, no copy).
   let same = __renew(p, rowBytes);

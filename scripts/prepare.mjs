@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const SOURCES = ['assembly', 'host', 'bench', 'test/model', 'test/sim', 'console', 'package.json',
-  'scripts/build-wasm.mjs', 'scripts/collector-threshold.mjs',
+  'scripts/build-wasm.mjs', 'scripts/runtime-corrections.mjs',
   'tsconfig.json', 'tsconfig.client.json', 'asconfig.json'];
 const OUTPUTS = ['build/hivekv.wasm', 'dist/host/cli/program.js', 'dist/host/client/index.d.ts',
   'build/console/index.html'];

@@ -2,9 +2,9 @@
  * A machine whose memory passes 2 GiB keeps growing in steps. Past that size the allocator
  * can no longer double wasm memory and asks for what each allocation needs, one 64 KiB page
  * for a row, and V8 answers every `memory.grow` past 2 GiB with a full collection of the JS
- * heap: a node of 12M keys spent three quarters of its time in them. The machine grows in
- * steps of 64 MiB there (assembly/memory-growth.ts), so writing hundreds of MiB past 2 GiB
- * costs a handful of full collections, not one per row. Rows of 60 KB reach that size in
+ * heap: a node of 12M keys spent three quarters of its time in them. The allocator grows
+ * in steps of 64 MiB there (scripts/runtime-corrections.mjs), so writing hundreds of MiB
+ * past 2 GiB costs a handful of full collections, not one per row. Rows of 60 KB reach that size in
  * seconds; the test holds about 3 GiB while it runs.
  */
 import { constants, PerformanceObserver } from 'node:perf_hooks';

@@ -1,0 +1,77 @@
+// The corrections scripts/build-wasm.mjs makes to the compiler's copy of the runtime before
+// compiling the machine. Pure, so tests check them against the compiler's own sources. Each
+// replaces statements that must each occur exactly once; anything else stops the build.
+//
+// Both are about memory past 2 GiB:
+// - rt/itcms, the incremental collector, idles until its heap has doubled:
+//   `threshold = total * 2`, in 32-bit arithmetic. Past 2 GiB of objects that wraps to a
+//   threshold below the heap, and the collector never idles again: it marks the whole heap
+//   over and over, every allocation paying for it (a restore of 12M keys took three times as
+//   long). Saturated alone, it would never start a cycle past 2 GiB, and the garbage of calls,
+//   which the machine's own full collections (assembly/memory-use.ts) do not count, would pile
+//   up towards wasm32's 4 GiB. So the threshold is the heap plus the lesser of the heap and
+//   IDLE_HEADROOM_BYTES: unchanged below that size, a cycle per IDLE_HEADROOM_BYTES allocated
+//   past it, never past the 32-bit ceiling.
+// - rt/tlsf, the allocator, doubles memory when it runs out and, when doubling would pass
+//   4 GiB, grows by what the allocation needs: one 64 KiB page for a row. V8 answers every
+//   `memory.grow` past 2 GiB with a full collection of the JS heap (it counts the whole buffer
+//   again as external memory), so a node of 12M keys spent three quarters of its time in
+//   them. Where doubling fails it now grows by GROW_STEP_PAGES first, and by what is needed
+//   only when that fails too.
+
+/** Allocation past which the collector starts a cycle however large the heap is. */
+const IDLE_HEADROOM_BYTES = 512 * 1024 * 1024;
+/** Pages (64 MiB) the allocator grows by at once where it can no longer double memory. */
+const GROW_STEP_PAGES = 1024;
+
+export const CORRECTIONS = [
+  {
+    file: 'rt/itcms',
+    replace: [
+      ['threshold = <usize>(<u64>total * IDLEFACTOR / 100) + GRANULARITY;',
+        'threshold = idleThreshold();'],
+      ['threshold = total * (IDLEFACTOR / 100) + GRANULARITY;', 'threshold = idleThreshold();'],
+      ['threshold = <usize>((<u64>total * IDLEFACTOR) / 100) + GRANULARITY;',
+        'threshold = idleThreshold();'],
+      ['/** Performs a reasonable amount of incremental GC steps. */', `
+// hivekv (scripts/runtime-corrections.mjs): the idle threshold, saturating and capped.
+function idleThreshold(): usize {
+  let headroom = <u64>total * (IDLEFACTOR - 100) / 100;
+  if (headroom > ${IDLE_HEADROOM_BYTES}) headroom = ${IDLE_HEADROOM_BYTES};
+  let wanted = <u64>total + headroom + GRANULARITY;
+  return wanted < <u64>usize.MAX_VALUE ? <usize>wanted : usize.MAX_VALUE;
+}
+/** Performs a reasonable amount of incremental GC steps. */`],
+    ],
+  },
+  {
+    file: 'rt/tlsf',
+    replace: [
+      ['    if (memory.grow(pagesNeeded) < 0) unreachable();',
+        '    // hivekv (scripts/runtime-corrections.mjs): a step at once, not a page per grow.\n' +
+        `    if (memory.grow(max(pagesNeeded, ${GROW_STEP_PAGES})) < 0 && ` +
+        'memory.grow(pagesNeeded) < 0) unreachable();'],
+    ],
+  },
+];
+
+/**
+ * The library's sources with every correction made, as a new table of the corrected files;
+ * or an error naming the statement that no longer matches.
+ */
+export function correctRuntime(libraryFiles, version) {
+  const out = {};
+  for (const { file, replace } of CORRECTIONS) {
+    let text = libraryFiles[file];
+    if (typeof text !== 'string') throw new Error(`assemblyscript ${version}: no ${file}`);
+    for (const [from, to] of replace) {
+      if (text.split(from).length !== 2) {
+        throw new Error(`assemblyscript ${version}: ${file} has not one "${from}"; check ` +
+          'whether its memory past 2 GiB still needs scripts/runtime-corrections.mjs');
+      }
+      text = text.replace(from, to);
+    }
+    out[file] = text;
+  }
+  return out;
+}

@@ -1,0 +1,48 @@
+/**
+ * The build's corrections to the runtime (scripts/runtime-corrections.mjs): applied to the
+ * compiler's own copies of the collector and the allocator they replace every statement they
+ * name; a runtime that no longer has one stops the build with a message instead of
+ * compiling unchanged; and the build uses them. What they do to a machine past 2 GiB is
+ * machine-large-memory.test.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import asc from 'assemblyscript/asc';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const { correctRuntime } = (await import(
+  pathToFileURL(join(ROOT, 'scripts', 'runtime-corrections.mjs')).href)) as {
+  correctRuntime: (files: Record<string, string>, version: string) => Record<string, string> };
+
+describe('the runtime corrections', () => {
+  const files = asc.libraryFiles as Record<string, string>;
+
+  it('replace every wrapping idle threshold, and the allocator grows in steps', () => {
+    expect(files['rt/itcms']!.match(/threshold = .*total \* .*IDLEFACTOR/g)).toHaveLength(3);
+    const corrected = correctRuntime(files, asc.version);
+    expect(corrected['rt/itcms']!.match(/threshold = .*total \* .*IDLEFACTOR/g)).toBeNull();
+    expect(corrected['rt/itcms']!.match(/threshold = idleThreshold\(\);/g)).toHaveLength(3);
+    expect(corrected['rt/itcms']).toContain('function idleThreshold(): usize');
+    expect(corrected['rt/tlsf']).toContain('memory.grow(max(pagesNeeded, 1024))');
+    // The compiler's own table is left as it was: the build script installs the result.
+    expect(files['rt/tlsf']).not.toContain('memory.grow(max(pagesNeeded, 1024))');
+  });
+
+  it('stop the build when the runtime is not the one they know', () => {
+    const changed = { ...files, 'rt/tlsf': files['rt/tlsf']!.replace(
+      'if (memory.grow(pagesNeeded) < 0) unreachable();', 'memory.grow(pagesNeeded);') };
+    expect(() => correctRuntime(changed, '9.9.9'))
+      .toThrow(/assemblyscript 9\.9\.9: rt\/tlsf has not one/);
+    const collector = { ...files, 'rt/itcms': files['rt/itcms']!.replace(
+      'threshold = total * (IDLEFACTOR / 100) + GRANULARITY;', 'threshold = total * 2;') };
+    expect(() => correctRuntime(collector, '9.9.9')).toThrow(/rt\/itcms has not one/);
+  });
+
+  it('are what the build runs', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string> };
+    expect(pkg.scripts['build:wasm']).toMatch(/^node scripts\/build-wasm\.mjs /);
+  });
+});
