@@ -18,6 +18,7 @@ import {
   Op, applyPut, applyDelete, applyIncr, evalCheck, journalReset, journalUndo,
 } from './ops';
 import { ops, opCount, decodeOps } from './decode';
+import { warmKeys, WARM_CHUNK, WARM_OPS_MIN } from './warm';
 import { startReads, emitGet, emitGetMany, emitGetPrefix } from './reads';
 import {
   beginAnswer, endAnswer, setAnswerEtag, answerPaused, answerNotGranted, answerQuotaExceeded,
@@ -144,7 +145,9 @@ function granted(namePtr: usize, nameLen: i32): bool {
 
 /** Applies writes in op order; returns the index of the first lost `required`, or -1. */
 function runWrites(tid: i32, timeMs: i64): i32 {
+  let warm = tid >= 0 && opCount >= WARM_OPS_MIN;
   for (let i = 0; i < opCount; i++) {
+    if (warm && i % WARM_CHUNK == 0) warmKeys(ops, i, opCount, tid);
     let op = unchecked(ops[i]);
     let code = op.code;
     if (code == OP_PUT) applyPut(op, tid, timeMs);

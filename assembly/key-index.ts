@@ -23,6 +23,8 @@ const ENTRY_BYTES: usize = 12;
 /** Longest run a lookup follows; an insert that would land farther is skipped. */
 const PROBE_MAX: u32 = 64;
 const CAPACITY_MIN: u32 = 1024;
+/** Entries `entryOf` reads of a run: a hint needs no more than the home slot's cache line. */
+const WARM_PROBES: u32 = 4;
 /**
  * 4M slots (48 MiB; 72 MiB while doubling into it): room for 3M keys at the load limit. A
  * state with more keys finds the rest through the tree. Bounded so the index stays inside
@@ -119,6 +121,31 @@ export class KeyIndex {
       }
     }
     return null;
+  }
+
+  /**
+   * The home slot of key k: where a lookup of k starts. Its hash is left in `lastHash` for
+   * `entryOf`. Reads nothing of the table; see `warmKeys` (warm.ts).
+   */
+  homeSlot(k: usize, kLen: i32): usize {
+    let h = <u32>keyHash(k, kLen);
+    this.lastHash = h;
+    return this.slot(h);
+  }
+  lastHash: u32 = 0;
+
+  /**
+   * The first entry of the run from `home` whose hash is h, or 0: the entry a lookup of a key
+   * with that hash most likely ends at (without comparing keys, so maybe another key's).
+   */
+  entryOf(home: usize, h: u32): usize {
+    let i = <u32>((home - this.table) / ENTRY_BYTES);
+    for (let n: u32 = 0; n < WARM_PROBES; n++, i++) {
+      let s = this.slot(i);
+      if (load<u32>(s, 4) == 0) return 0;
+      if (load<u32>(s) == h) return s;
+    }
+    return 0;
   }
 
   /** The leaf recorded with the last found row (maybe stale: check it holds the row). */
