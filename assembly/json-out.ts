@@ -5,7 +5,7 @@
  * as they are; times are ISO-8601 UTC with milliseconds, as `Date.prototype.toISOString`
  * writes them. Pure: no clock; the times come from the caller.
  */
-import { reserveRaw } from './buffers';
+import { reserveRaw, outputLen, truncateOutput } from './buffers';
 
 const HEX = '0123456789abcdef';
 
@@ -74,6 +74,26 @@ export function putDecimal(v: i64): void {
  * other byte as it is.
  */
 export function putJsonString(ptr: usize, len: i32): void {
+  // Most keys need no escape: copy while checking, and start over escaping at the first byte
+  // that needs it.
+  let start = outputLen;
+  let at = reserveRaw(<usize>len + 2);
+  store<u8>(at, 0x22);
+  let i = 0;
+  for (; i < len; i++) {
+    let b = load<u8>(ptr + <usize>i);
+    if (b < 0x20 || b == 0x22 || b == 0x5c) break;
+    store<u8>(at + 1 + <usize>i, b);
+  }
+  if (i == len) {
+    store<u8>(at + 1 + <usize>len, 0x22);
+    return;
+  }
+  truncateOutput(start);
+  putEscapedJsonString(ptr, len);
+}
+
+function putEscapedJsonString(ptr: usize, len: i32): void {
   let size = 2;
   for (let i = 0; i < len; i++) size += escapedBytes(<i32>load<u8>(ptr + <usize>i));
   let at = reserveRaw(<usize>size);
