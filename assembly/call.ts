@@ -15,7 +15,7 @@ import { Reader, putU8, putString } from './buffers';
 import { rowVersion, rowValuePtr, rowValueLen } from './row';
 import { paused, tenants, tenantIdOfBytes } from './state';
 import {
-  Op, applyPut, applyDelete, applyIncr, evalCheck, journalReset, journalUndo,
+  Op, applyPut, applyDelete, applyIncr, evalCheck, journalReset, journalUndo, setJournaling,
 } from './ops';
 import { ops, opCount, decodeOps } from './decode';
 import { warmKeys, WARM_CHUNK, WARM_OPS_MIN } from './warm';
@@ -116,6 +116,7 @@ export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool,
     bytes0 = unchecked(tenants[tid]).bytes;
   }
   journalReset();
+  setJournaling(mayUndo(tid));
   let failed = runWrites(tid, timeMs);
   failed = runRequiredChecks(tid, timeMs, failed);
   if (failed >= 0) {
@@ -134,6 +135,18 @@ export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool,
   }
   journalReset();
   if (answered) emitResults(tid, timeMs, ceiling);
+}
+
+/**
+ * Whether the call may have to be undone after its writes: it has a `required` op (a write
+ * or check that can be lost), or its tenant has a quota (`quotaRefuses`).
+ */
+function mayUndo(tid: i32): bool {
+  if (tid >= 0 && unchecked(tenants[tid]).quota != null) return true;
+  for (let i = 0; i < opCount; i++) {
+    if ((unchecked(ops[i]).flags & FLAG_REQUIRED) != 0) return true;
+  }
+  return false;
 }
 
 function granted(namePtr: usize, nameLen: i32): bool {

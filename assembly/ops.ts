@@ -62,6 +62,15 @@ export function composeKey(tid: i32, nsPtr: usize, nsLen: i32, kPtr: usize, kLen
 // ---- undo journal: pairs (replaced or removed row, placed row) in apply order ----
 let journalOld = new Array<Row | null>();
 let journalNew = new Array<Row | null>();
+/**
+ * Whether the current call's writes are journaled: only a call that can be undone (one with
+ * a `required` op, or whose tenant has a quota) pays for the journal.
+ */
+export let journaling: bool = true;
+
+export function setJournaling(on: bool): void {
+  journaling = on;
+}
 
 export function journalReset(): void {
   journalOld.length = 0;
@@ -73,6 +82,7 @@ export function journalReset(): void {
  * the heap: entries leave it only by a sweep or a compaction, never inside a call.
  */
 export function journalUndo(): void {
+  assert(journaling, 'undo of a call that kept no journal');
   for (let i = journalOld.length - 1; i >= 0; i--) {
     let placed = unchecked(journalNew[i]);
     let old = unchecked(journalOld[i]);
@@ -97,8 +107,10 @@ function refuse(op: Op, reason: i32, live: Row | null): void {
 function write(op: Op, keyLen: i32, vPtr: usize, vLen: i32, expiresAt: i64, t: i64): void {
   let r = newRow(keyScratch, keyLen, vPtr, vLen, nextVersion(), expiresAt, t);
   let old = placeRow(r, true);
-  journalOld.push(old);
-  journalNew.push(r);
+  if (journaling) {
+    journalOld.push(old);
+    journalNew.push(r);
+  }
   accept(op, r);
 }
 
@@ -148,8 +160,10 @@ export function applyDelete(op: Op, tid: i32, timeMs: i64): void {
   // Only `expect: 0` on an absent key gets here without a row: the assertion held.
   if (live == null) { accept(op, null); return; }
   dropRow(live);
-  journalOld.push(live);
-  journalNew.push(null);
+  if (journaling) {
+    journalOld.push(live);
+    journalNew.push(null);
+  }
   accept(op, live);
 }
 
