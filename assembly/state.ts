@@ -10,6 +10,7 @@ import {
   rowKeyPtr, rowFootprint, EXPIRES_NEVER,
 } from './row';
 import { Tree, Node } from './tree';
+import { RowChunks } from './row-chunks';
 import { retireRow, retireBytes } from './preimages';
 import { rowHash, rowHashSeed, quotaHash } from './digest';
 
@@ -63,7 +64,7 @@ function indexedTree(t: Tree): Tree {
   return t;
 }
 /** Min-heap of rows by (expiresAt, version); entries of dead rows are skipped when popped. */
-export let heap = new Array<Row>();
+export let heap = new RowChunks();
 let heapExp = new Array<i64>();
 let heapVer = new Array<i64>();
 /** Rows in the tree with a finite expiry. */
@@ -202,8 +203,10 @@ export function dropRow(r: Row): void {
 }
 
 // ---- expiry heap ----
-// Three parallel arrays: heap[i] is a row, heapExp[i] / heapVer[i] its expiresAt / version,
-// so ordering never dereferences a row (at a million keys each would be a cache miss).
+
+// Three parallel sequences: heap.get(i) is a row (in chunks, row-chunks.ts), heapExp[i] and
+// heapVer[i] its expiresAt and version, so ordering never dereferences a row (at a million
+// keys each would be a cache miss).
 
 function before(i: i32, j: i32): bool {
   let ei = unchecked(heapExp[i]), ej = unchecked(heapExp[j]);
@@ -211,9 +214,9 @@ function before(i: i32, j: i32): bool {
 }
 
 function swap(i: i32, j: i32): void {
-  let r = unchecked(heap[i]);
-  unchecked(heap[i] = heap[j]);
-  unchecked(heap[j] = r);
+  let r = heap.get(i);
+  heap.set(i, heap.get(j));
+  heap.set(j, r);
   let e = unchecked(heapExp[i]);
   unchecked(heapExp[i] = heapExp[j]);
   unchecked(heapExp[j] = e);
@@ -252,18 +255,21 @@ function heapPop(): Row {
   swap(0, last);
   let top = heap.pop();
   heapExp.pop();
-  heapVer.pop();
+  let version = heapVer.pop();
+  // A row the heap names is never freed while it does (the collector's barriers in
+  // row-chunks.ts), and rows are immutable: a live one carries the version it was pushed with.
+  assert(rowDead(top) || rowVersion(top) == version, 'expiry heap names a freed row');
   if (heap.length > 0) siftDown(0);
   return top;
 }
 
 /** Makes the heap out of these rows in O(n). */
-export function heapRebuild(entries: Array<Row>): void {
+export function heapRebuild(entries: RowChunks): void {
   heap = entries;
   heapExp = new Array<i64>(entries.length);
   heapVer = new Array<i64>(entries.length);
   for (let i = 0; i < entries.length; i++) {
-    let r = unchecked(entries[i]);
+    let r = entries.get(i);
     unchecked(heapExp[i] = rowExpiresAt(r));
     unchecked(heapVer[i] = rowVersion(r));
   }
@@ -281,16 +287,17 @@ export function heapMaybeCompact(): void {
   if (n <= 2 * ttlRows + HEAP_SLACK_ENTRIES) return;
   let kept = 0;
   for (let i = 0; i < n; i++) {
-    let r = unchecked(heap[i]);
+    let r = heap.get(i);
     if (rowDead(r)) continue;
+    assert(rowVersion(r) == unchecked(heapVer[i]), 'expiry heap names a freed row');
     if (kept != i) {
-      unchecked(heap[kept] = r);
+      heap.set(kept, r);
       unchecked(heapExp[kept] = heapExp[i]);
       unchecked(heapVer[kept] = heapVer[i]);
     }
     kept++;
   }
-  heap.length = kept;
+  heap.truncate(kept);
   heapExp.length = kept;
   heapVer.length = kept;
   for (let i = (kept >> 1) - 1; i >= 0; i--) siftDown(i);
@@ -337,7 +344,7 @@ export function nextExpiry(): i64 {
     let e = unchecked(heapExp[i]);
     // Everything below entry i expires at e or later.
     if (e >= best) continue;
-    if (visits >= NEXT_EXPIRY_VISITS_MAX || !rowDead(unchecked(heap[i]))) {
+    if (visits >= NEXT_EXPIRY_VISITS_MAX || !rowDead(heap.get(i))) {
       best = e;
       continue;
     }
@@ -376,7 +383,7 @@ export function resetState(
   lastTimeMs = timeMs;
   paused = p;
   ttlRows = 0;
-  let entries = new Array<Row>();
+  let entries = new RowChunks();
   t.seekFirst();
   while (t.curLeaf != null) {
     let r = t.current();

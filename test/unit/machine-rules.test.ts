@@ -279,6 +279,43 @@ describe('the expiry heap under churn', () => {
       }
       expect(h.m.digest()).toBe(model.digest());
     });
+  it('spread over many chunks while the collector runs, sweeps what it should', () => {
+    // The heap holds its rows in chunks of 4,096 (assembly/row-chunks.ts), each store through
+    // the collector's write barrier. 3,000 TTL keys rewritten one put per entry keep up to
+    // three chunks busy, sifts and compactions moving rows between chunks, while the collector
+    // marks over dozens of entries at a time: a row pushed and then replaced within one
+    // marking is named by the heap alone. Were it freed, its memory would come back as another
+    // row, and a sweep or compaction reading the heap's entry would find a version it never
+    // pushed (an assertion that stops the machine), or sweep a row it should not.
+    const h = new Harness();
+    const random = createUnitRandom(4096);
+    const KEYS = 3_000;
+    // key -> [expiresAt, write order]: a sweep removes the expired rows in that order.
+    const rows = new Map<string, [number, number]>();
+    let swept = 0;
+    for (let step = 0; step < 24_000; step++) {
+      h.now += 5;
+      if (step % 97 === 0) {
+        const maxKeys = 1 + Math.floor(random() * 40);
+        const due = [...rows].filter(([, [at]]) => at <= h.now)
+          .sort((a, b) => (a[1][0] - b[1][0]) || (a[1][1] - b[1][1])).slice(0, maxKeys);
+        const out = h.entry({ kind: 'sweep', maxKeys }) as { removedKeys: number };
+        expect(out.removedKeys, `step ${step}`).toBe(due.length);
+        for (const [key] of due) rows.delete(key);
+        swept += due.length;
+      } else {
+        const key = `k${Math.floor(random() * KEYS)}`;
+        const seconds = 1 + Math.floor(random() * 30);
+        h.one(put(key, String(step), { expiry: ttl(seconds) }));
+        rows.set(key, [h.now + seconds * 1000, step]);
+      }
+    }
+    expect(swept).toBeGreaterThan(1_000);
+    const unexpired = [...rows].filter(([, [at]]) => at > h.now).map(([k]) => k);
+    const left = h.read(unexpired.map((k) => get(k)));
+    expect(left.filter((r) => !(r as { found: boolean }).found)).toEqual([]);
+    expect(h.m.liveKeyCount()).toBe(rows.size);
+  });
 });
 
 describe('calls (WIRE.md, "Calls with writes")', () => {

@@ -1,0 +1,72 @@
+/**
+ * A growable sequence of rows kept in chunks of ROW_CHUNK_ROWS, for the expiry heap.
+ *
+ * The runtime's incremental collector marks an object's references in one step, however
+ * many: one array holding every TTL row (a million and more) made a step of tens of
+ * milliseconds once per collection, and the pause grew with the state. In chunks, each step
+ * marks at most ROW_CHUNK_ROWS rows.
+ *
+ * Every store of a row goes through the forward write barrier (`__link(chunk, row, false)`:
+ * the row is marked when the chunk already is). The backward one that `StaticArray` stores
+ * take would mark the whole chunk again, and a row moving from a chunk not yet scanned into
+ * one already scanned would otherwise be lost to the collector while the heap still names it.
+ */
+import { Row } from './row';
+
+const ROW_CHUNK_BITS: i32 = 12;
+export const ROW_CHUNK_ROWS: i32 = 1 << ROW_CHUNK_BITS;
+const ROW_CHUNK_MASK: i32 = ROW_CHUNK_ROWS - 1;
+
+export class RowChunks {
+  private chunks: Array<StaticArray<Row>> = new Array<StaticArray<Row>>();
+  length: i32 = 0;
+
+  // @ts-ignore: decorator
+  @inline private slot(i: i32): usize {
+    let chunk = unchecked(this.chunks[i >> ROW_CHUNK_BITS]);
+    return changetype<usize>(chunk) + (<usize>(i & ROW_CHUNK_MASK) << alignof<usize>());
+  }
+
+  // @ts-ignore: decorator
+  @inline get(i: i32): Row {
+    return changetype<Row>(load<usize>(this.slot(i)));
+  }
+
+  set(i: i32, r: Row): void {
+    assert(i >= 0 && i < this.length, 'RowChunks.set out of range');
+    let chunk = unchecked(this.chunks[i >> ROW_CHUNK_BITS]);
+    store<usize>(changetype<usize>(chunk) + (<usize>(i & ROW_CHUNK_MASK) << alignof<usize>()),
+      changetype<usize>(r));
+    __link(changetype<usize>(chunk), changetype<usize>(r), false);
+  }
+
+  push(r: Row): void {
+    let i = this.length;
+    if ((i >> ROW_CHUNK_BITS) == this.chunks.length) {
+      this.chunks.push(new StaticArray<Row>(ROW_CHUNK_ROWS));
+    }
+    this.length = i + 1;
+    this.set(i, r);
+  }
+
+  pop(): Row {
+    assert(this.length > 0, 'RowChunks.pop of nothing');
+    let i = this.length - 1;
+    let r = this.get(i);
+    this.truncate(i);
+    return r;
+  }
+
+  /**
+   * Keeps the first n rows. The slots past them are cleared, so that the collector does not
+   * keep their rows alive, and whole chunks past them are given back but one (a heap that
+   * pushes and pops across a chunk's edge does not allocate a chunk each time).
+   */
+  truncate(n: i32): void {
+    assert(n >= 0 && n <= this.length, 'RowChunks.truncate past the end');
+    for (let i = n; i < this.length; i++) store<usize>(this.slot(i), 0);
+    this.length = n;
+    let keep = ((n + ROW_CHUNK_MASK) >> ROW_CHUNK_BITS) + 1;
+    if (this.chunks.length > keep) this.chunks.length = keep;
+  }
+}
