@@ -19,7 +19,7 @@ const { correctRuntime } = (await import(
 describe('the runtime corrections', () => {
   const files = asc.libraryFiles as Record<string, string>;
 
-  it('replace every wrapping idle threshold, grow the allocator in steps, bound each mark step', () => {
+  it('replace the wrapping idle thresholds, grow memory in steps, bound a marking walk', () => {
     expect(files['rt/itcms']!.match(/threshold = .*total \* .*IDLEFACTOR/g)).toHaveLength(3);
     const corrected = correctRuntime(files, asc.version);
     expect(corrected['rt/itcms']!.match(/threshold = .*total \* .*IDLEFACTOR/g)).toBeNull();
