@@ -10,6 +10,7 @@ import {
 } from './abi';
 import {
   Row, newRow, rowLive, rowVersion, rowExpiresAt, rowValuePtr, rowValueLen, EXPIRES_NEVER,
+  setRowSucceeded, setRowHeir,
 } from './row';
 import { tree, placeRow, dropRow, nextVersion } from './state';
 import { incrValue, fastText } from './counter';
@@ -104,9 +105,22 @@ function refuse(op: Op, reason: i32, live: Row | null): void {
   op.resRow = live;
 }
 
-function write(op: Op, keyLen: i32, vPtr: usize, vLen: i32, expiresAt: i64, t: i64): void {
+/**
+ * Writes a new row for the key in keyScratch. `heirOf`: the live row an incr replaces keeping
+ * its expiry; the new row then takes no expiry-heap entry of its own, the one standing for
+ * `heirOf` stands for it (state.ts, "expiry heap"), so a counter renewed by every call of a
+ * rate limiter leaves no entry behind per call.
+ */
+function write(op: Op, keyLen: i32, vPtr: usize, vLen: i32, expiresAt: i64, t: i64,
+  heirOf: Row | null = null): void {
   let r = newRow(keyScratch, keyLen, vPtr, vLen, nextVersion(), expiresAt, t);
-  let old = placeRow(r, true);
+  let inherits = heirOf != null && expiresAt != EXPIRES_NEVER;
+  let old = placeRow(r, !inherits);
+  if (inherits) {
+    assert(old === heirOf, 'incr replaced another row than the live one');
+    setRowSucceeded(heirOf!);
+    setRowHeir(r, true);
+  }
   if (journaling) {
     journalOld.push(old);
     journalNew.push(r);
@@ -191,9 +205,9 @@ export function applyIncr(op: Op, tid: i32, timeMs: i64): void {
   }
   let expiresAt = live == null ? expiryAt(timeMs, op) : rowExpiresAt(live);
   if (res.fastLen >= 0) {
-    write(op, kLen, fastText, res.fastLen, expiresAt, timeMs);
+    write(op, kLen, fastText, res.fastLen, expiresAt, timeMs, live);
     return;
   }
   let text = String.UTF8.encode(res.text);
-  write(op, kLen, changetype<usize>(text), text.byteLength, expiresAt, timeMs);
+  write(op, kLen, changetype<usize>(text), text.byteLength, expiresAt, timeMs, live);
 }

@@ -4,12 +4,24 @@
  *   [8]  expiresAt i64 (EXPIRES_NEVER for `forever`)
  *   [16] updatedAt i64
  *   [24] keyLen    u32 (bytes of the store key)
- *   [28] dead      u32 (1 once the row left the tree; a row is never changed otherwise)
+ *   [28] flags     u32 (ROW_DEAD, ROW_SUCCEEDED, ROW_HEIR below; never in a snapshot)
  *   [32] store key, then the value's compact JSON
  * The store key is tenantId (u32 big-endian) ++ namespace ++ 0x00 ++ user key, so byte order
  * groups a tenant's namespace together and orders its keys by their UTF-8 bytes (keys and
- * namespaces carry no NUL). Rows are immutable apart from `dead`: a write makes a new row.
+ * namespaces carry no NUL). Rows are immutable apart from their flags: a write makes a new
+ * row. The flags are bookkeeping of the expiry heap (state.ts), not state: the digest and
+ * snapshots leave them out.
  */
+
+/** The row has left the tree. */
+const ROW_DEAD: u32 = 1;
+/**
+ * An incr replaced the row keeping its expiry, and the new row (its heir) took no heap entry
+ * of its own: this row's entry stands for it (state.ts, "expiry heap").
+ */
+const ROW_SUCCEEDED: u32 = 2;
+/** The row has no heap entry of its own: an entry of a row it succeeded stands for it. */
+const ROW_HEIR: u32 = 4;
 
 export const ROW_HEADER_BYTES: i32 = 32;
 /** Internal expiresAt of a `forever` row: sorts after every real time. */
@@ -26,11 +38,26 @@ export type Row = ArrayBuffer;
 // @ts-ignore: decorator
 @inline export function rowKeyLen(r: Row): i32 { return load<i32>(changetype<usize>(r), 24); }
 // @ts-ignore: decorator
-@inline export function rowDead(r: Row): bool { return load<u32>(changetype<usize>(r), 28) != 0; }
+@inline function rowFlags(r: Row): u32 { return load<u32>(changetype<usize>(r), 28); }
 // @ts-ignore: decorator
-@inline export function setRowDead(r: Row, dead: bool): void {
-  store<u32>(changetype<usize>(r), dead ? 1 : 0, 28);
+@inline function setRowFlag(r: Row, flag: u32, on: bool): void {
+  let w = rowFlags(r);
+  store<u32>(changetype<usize>(r), on ? w | flag : w & ~flag, 28);
 }
+// @ts-ignore: decorator
+@inline export function rowDead(r: Row): bool { return (rowFlags(r) & ROW_DEAD) != 0; }
+// @ts-ignore: decorator
+@inline export function setRowDead(r: Row, dead: bool): void { setRowFlag(r, ROW_DEAD, dead); }
+// @ts-ignore: decorator
+@inline export function rowSucceeded(r: Row): bool {
+  return (rowFlags(r) & ROW_SUCCEEDED) != 0;
+}
+// @ts-ignore: decorator
+@inline export function setRowSucceeded(r: Row): void { setRowFlag(r, ROW_SUCCEEDED, true); }
+// @ts-ignore: decorator
+@inline export function rowHeir(r: Row): bool { return (rowFlags(r) & ROW_HEIR) != 0; }
+// @ts-ignore: decorator
+@inline export function setRowHeir(r: Row, heir: bool): void { setRowFlag(r, ROW_HEIR, heir); }
 // @ts-ignore: decorator
 @inline export function rowKeyPtr(r: Row): usize {
   return changetype<usize>(r) + <usize>ROW_HEADER_BYTES;

@@ -77,19 +77,20 @@ function settleLive(): void {
   while (tree.curLeaf != null && rowVersion(tree.current()) > snapshotVersion) tree.advance();
 }
 
-/** Offset of the `dead` word in a row buffer (row.ts layout). */
-const ROW_DEAD_OFFSET: usize = 28;
+/** Offset of the flags word in a row buffer (row.ts layout). */
+const ROW_FLAGS_OFFSET: usize = 28;
 
 /**
- * Appends one row as the snapshot holds it: u32 length, then the buffer with `dead` 0 (a
- * preimage has left the tree, but the snapshot holds it as the live row it was at begin).
+ * Appends one row as the snapshot holds it: u32 length, then the buffer with its flags 0 (a
+ * preimage has left the tree, but the snapshot holds it as the live row it was at begin; the
+ * others are the expiry heap's bookkeeping, which a restore builds afresh).
  */
 function emitRow(r: Row): void {
   let len = r.byteLength;
   let at = reserveRaw(4 + <usize>len);
   store<u32>(at, <u32>len);
   memory.copy(at + 4, changetype<usize>(r), <usize>len);
-  store<u32>(at + 4 + ROW_DEAD_OFFSET, 0);
+  store<u32>(at + 4 + ROW_FLAGS_OFFSET, 0);
 }
 
 /**

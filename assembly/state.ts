@@ -7,6 +7,7 @@
  */
 import {
   Row, rowExpiresAt, rowVersion, rowDead, setRowDead, rowTenant, rowKeyLen, rowValueLen,
+  rowSucceeded, rowHeir, setRowHeir,
   rowKeyPtr, rowFootprint, EXPIRES_NEVER,
 } from './row';
 import { Tree, Node } from './tree';
@@ -288,7 +289,16 @@ export function heapMaybeCompact(): void {
   let kept = 0;
   for (let i = 0; i < n; i++) {
     let r = heap.get(i);
-    if (rowDead(r)) continue;
+    if (rowDead(r)) {
+      // An entry standing for an heir becomes the heir's own (the heap is rebuilt below).
+      let heir = rowSucceeded(r) ? takeHeir(r) : null;
+      if (heir == null) continue;
+      heap.set(kept, heir);
+      unchecked(heapExp[kept] = rowExpiresAt(heir));
+      unchecked(heapVer[kept] = rowVersion(heir));
+      kept++;
+      continue;
+    }
     assert(rowVersion(r) == unchecked(heapVer[i]), 'expiry heap names a freed row');
     if (kept != i) {
       heap.set(kept, r);
@@ -303,13 +313,29 @@ export function heapMaybeCompact(): void {
   for (let i = (kept >> 1) - 1; i >= 0; i--) siftDown(i);
 }
 
+/**
+ * The heir a dead row's entry stands for (row.ts ROW_HEIR), no longer one from here on; or
+ * null when the key's row is not an heir of that expiry (a put or a delete came since).
+ */
+function takeHeir(dead: Row): Row | null {
+  let r = tree.find(rowKeyPtr(dead), rowKeyLen(dead));
+  if (r == null || !rowHeir(r) || rowExpiresAt(r) != rowExpiresAt(dead)) return null;
+  setRowHeir(r, false);
+  return r;
+}
+
 /** Removes up to maxKeys rows expired at timeMs, oldest (expiresAt, version) first. */
 export function sweep(timeMs: i64, maxKeys: i64): i64 {
   let removed: i64 = 0;
   while (removed < maxKeys && heap.length > 0) {
     if (unchecked(heapExp[0]) > timeMs) break;
     let top = heapPop();
-    if (rowDead(top)) continue;
+    if (rowDead(top)) {
+      // A dead row's entry may stand for its heir, due now: it gets its own entry here.
+      let heir = rowSucceeded(top) ? takeHeir(top) : null;
+      if (heir != null) heapPush(heir);
+      continue;
+    }
     dropRow(top);
     removed++;
   }
@@ -344,7 +370,8 @@ export function nextExpiry(): i64 {
     let e = unchecked(heapExp[i]);
     // Everything below entry i expires at e or later.
     if (e >= best) continue;
-    if (visits >= NEXT_EXPIRY_VISITS_MAX || !rowDead(heap.get(i))) {
+    let r = heap.get(i);
+    if (visits >= NEXT_EXPIRY_VISITS_MAX || !rowDead(r) || rowSucceeded(r)) {
       best = e;
       continue;
     }
