@@ -316,10 +316,10 @@ describe('the expiry heap under churn', () => {
     // The heap holds its rows in chunks of 4,096 (assembly/row-chunks.ts), each store through
     // the collector's write barrier. 3,000 TTL keys rewritten one put per entry keep up to
     // three chunks busy, sifts and compactions moving rows between chunks, while the collector
-    // marks over dozens of entries at a time: a row pushed and then replaced within one
-    // marking is named by the heap alone. Were it freed, its memory would come back as another
-    // row, and a sweep or compaction reading the heap's entry would find a version it never
-    // pushed (an assertion that stops the machine), or sweep a row it should not.
+    // marks over dozens of entries at a time. A row freed while the heap named it would come
+    // back as another row, and reading the heap's entry would find a version it never pushed
+    // (an assertion that stops the machine), or a sweep would remove a row it should not. The
+    // next expiry the machine names must never be later than the earliest row's.
     const h = new Harness();
     const random = createUnitRandom(4096);
     const KEYS = 3_000;
@@ -329,6 +329,9 @@ describe('the expiry heap under churn', () => {
     for (let step = 0; step < 24_000; step++) {
       h.now += 5;
       if (step % 97 === 0) {
+        let earliest = Infinity;
+        for (const [at] of rows.values()) earliest = Math.min(earliest, at);
+        if (rows.size > 0) expect(h.m.nextExpiryMs()!).toBeLessThanOrEqual(earliest);
         const maxKeys = 1 + Math.floor(random() * 40);
         const due = [...rows].filter(([, [at]]) => at <= h.now)
           .sort((a, b) => (a[1][0] - b[1][0]) || (a[1][1] - b[1][1])).slice(0, maxKeys);
@@ -336,6 +339,7 @@ describe('the expiry heap under churn', () => {
         expect(out.removedKeys, `step ${step}`).toBe(due.length);
         for (const [key] of due) rows.delete(key);
         swept += due.length;
+        expect(h.m.liveKeyCount(), `step ${step}`).toBe(rows.size);
       } else {
         const key = `k${Math.floor(random() * KEYS)}`;
         const seconds = 1 + Math.floor(random() * 30);
@@ -348,6 +352,38 @@ describe('the expiry heap under churn', () => {
     const left = h.read(unexpired.map((k) => get(k)));
     expect(left.filter((r) => !(r as { found: boolean }).found)).toEqual([]);
     expect(h.m.liveKeyCount()).toBe(rows.size);
+  });
+  it('compacts in slices: pushes wait, and a sweep inside a compaction finishes it first', () => {
+    // 9,000 TTL keys written, then rewritten until the heap holds 22,097 entries, past twice
+    // its live rows plus 4,096: the entry that passes it starts a compaction, whose first
+    // slice reads 16,384 of them. The put after it arrives mid-compaction and must wait
+    // beside the heap; the sweep after that must finish the compaction before it pops. Every
+    // sweep then removes what a restored copy (whose heap was built from its rows) removes.
+    const h = new Harness();
+    const random = createUnitRandom(16_384);
+    const KEYS = 9_000;
+    const expiry = (): ReturnType<typeof ttl> => ttl(1 + Math.floor(random() * 50));
+    for (let n = 0; n < 22_097; n++) {
+      h.now += 1;
+      const key = `k${n < KEYS ? n : Math.floor(random() * KEYS)}`;
+      h.one(put(key, String(n), { expiry: expiry() }));
+    }
+    h.now += 1;
+    h.one(put(`k${Math.floor(random() * KEYS)}`, '"mid-compaction"', { expiry: expiry() }));
+    const copy = new Harness();
+    restoreFromBytes(copy.m, snapshotToBytes(h.m));
+    copy.index = h.index;
+    expect(copy.m.digest()).toBe(h.m.digest());
+    let removed = 0;
+    for (let round = 0; round < 200 && removed < KEYS; round++) {
+      h.now = copy.now = h.now + 400;
+      const a = h.entry({ kind: 'sweep', maxKeys: 97 }) as { removedKeys: number };
+      const b = copy.entry({ kind: 'sweep', maxKeys: 97 });
+      expect(a, `round ${round}`).toEqual(b);
+      expect(h.m.digest(), `round ${round}`).toBe(copy.m.digest());
+      removed += a.removedKeys;
+    }
+    expect(removed).toBe(KEYS);
   });
 });
 
