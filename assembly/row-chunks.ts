@@ -64,9 +64,15 @@ export class RowChunks {
    */
   truncate(n: i32): void {
     assert(n >= 0 && n <= this.length, 'RowChunks.truncate past the end');
-    for (let i = n; i < this.length; i++) store<usize>(this.slot(i), 0);
-    this.length = n;
     let keep = ((n + ROW_CHUNK_MASK) >> ROW_CHUNK_BITS) + 1;
+    // Slots are cleared up to the chunks kept; the chunks given back go whole.
+    let clearTo = min(this.length, keep << ROW_CHUNK_BITS);
+    for (let i = n; i < clearTo;) {
+      let end = min(clearTo, ((i >> ROW_CHUNK_BITS) + 1) << ROW_CHUNK_BITS);
+      memory.fill(this.slot(i), 0, <usize>(end - i) << alignof<usize>());
+      i = end;
+    }
+    this.length = n;
     if (this.chunks.length > keep) this.chunks.length = keep;
   }
 }
