@@ -19,7 +19,7 @@ const { correctRuntime } = (await import(
 describe('the runtime corrections', () => {
   const files = asc.libraryFiles as Record<string, string>;
 
-  it('replace the wrapping idle thresholds, grow memory in steps, bound a marking walk', () => {
+  it('replace the wrapping idle thresholds, grow memory in steps, bound the steps', () => {
     expect(files['rt/itcms']!.match(/threshold = .*total \* .*IDLEFACTOR/g)).toHaveLength(3);
     const corrected = correctRuntime(files, asc.version);
     expect(corrected['rt/itcms']!.match(/threshold = .*total \* .*IDLEFACTOR/g)).toBeNull();
@@ -29,6 +29,8 @@ describe('the runtime corrections', () => {
     // A marking step's walk past marked objects yields after a bounded run.
     expect(files['rt/itcms']).not.toContain('skipped');
     expect(corrected['rt/itcms']).toContain('if (++skipped >= 256) return skipped * MARKCOST;');
+    // And an allocation runs at most 64 steps of the collector, whatever they cost.
+    expect(corrected['rt/itcms']).toContain('} while (budget > 0 && ++steps < 64);');
     // The compiler's own table is left as it was: the build script installs the result.
     expect(files['rt/tlsf']).not.toContain('memory.grow(max(pagesNeeded, 1024))');
   });
