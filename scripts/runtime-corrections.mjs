@@ -2,7 +2,7 @@
 // compiling the machine. Pure, so tests check them against the compiler's own sources. Each
 // replaces statements that must each occur exactly once; anything else stops the build.
 //
-// Two are about memory past 2 GiB, one about the collector's pauses:
+// Two are about memory past 2 GiB, two about the collector's pauses:
 // - rt/itcms, the incremental collector, idles until its heap has doubled:
 //   `threshold = total * 2`, in 32-bit arithmetic. Past 2 GiB of objects that wraps to a
 //   threshold below the heap, and the collector never idles again: it marks the whole heap
