@@ -67,7 +67,7 @@ let journalNew = new Array<Row | null>();
  * Whether the current call's writes are journaled: only a call that can be undone (one with
  * a `required` op, or whose tenant has a quota) pays for the journal.
  */
-export let journaling: bool = true;
+let journaling: bool = true;
 
 export function setJournaling(on: bool): void {
   journaling = on;

@@ -14,7 +14,7 @@
 import { Row } from './row';
 
 const ROW_CHUNK_BITS: i32 = 12;
-export const ROW_CHUNK_ROWS: i32 = 1 << ROW_CHUNK_BITS;
+const ROW_CHUNK_ROWS: i32 = 1 << ROW_CHUNK_BITS;
 const ROW_CHUNK_MASK: i32 = ROW_CHUNK_ROWS - 1;
 
 export class RowChunks {
@@ -22,9 +22,13 @@ export class RowChunks {
   length: i32 = 0;
 
   // @ts-ignore: decorator
+  @inline private chunkOf(i: i32): StaticArray<Row> {
+    return unchecked(this.chunks[i >> ROW_CHUNK_BITS]);
+  }
+
+  // @ts-ignore: decorator
   @inline private slot(i: i32): usize {
-    let chunk = unchecked(this.chunks[i >> ROW_CHUNK_BITS]);
-    return changetype<usize>(chunk) + (<usize>(i & ROW_CHUNK_MASK) << alignof<usize>());
+    return changetype<usize>(this.chunkOf(i)) + (<usize>(i & ROW_CHUNK_MASK) << alignof<usize>());
   }
 
   // @ts-ignore: decorator
@@ -34,10 +38,8 @@ export class RowChunks {
 
   set(i: i32, r: Row): void {
     assert(i >= 0 && i < this.length, 'RowChunks.set out of range');
-    let chunk = unchecked(this.chunks[i >> ROW_CHUNK_BITS]);
-    store<usize>(changetype<usize>(chunk) + (<usize>(i & ROW_CHUNK_MASK) << alignof<usize>()),
-      changetype<usize>(r));
-    __link(changetype<usize>(chunk), changetype<usize>(r), false);
+    store<usize>(this.slot(i), changetype<usize>(r));
+    __link(changetype<usize>(this.chunkOf(i)), changetype<usize>(r), false);
   }
 
   push(r: Row): void {

@@ -96,7 +96,7 @@ export function correctRuntime(libraryFiles, version) {
     for (const [from, to] of replace) {
       if (text.split(from).length !== 2) {
         throw new Error(`assemblyscript ${version}: ${file} has not one "${from}"; check ` +
-          'whether its memory past 2 GiB still needs scripts/runtime-corrections.mjs');
+          'whether its collector or allocator still needs scripts/runtime-corrections.mjs');
       }
       text = text.replace(from, to);
     }
