@@ -67,6 +67,7 @@ export function apply(len: i32, indexLo: i32, indexHi: i32, timeLo: i32, timeHi:
   setApplied(index, time);
   checkpoints.recordApplied();
   heapMaybeCompact();
+  tree.indexStep();
   memoryUse.collectWhenDue();
   return <i32>outputLen;
 }
@@ -127,6 +128,7 @@ export function applyEntries(len: i32): i32 {
     setApplied(index, time);
     checkpoints.recordApplied();
     heapMaybeCompact();
+    tree.indexStep();
     memoryUse.collectWhenDue();
   }
   assert(rd.pos == rd.end, 'trailing bytes after the entries');

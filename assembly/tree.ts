@@ -256,11 +256,12 @@ export class Tree {
   /**
    * Checks the key index against the tree, for tests: every entry names a row of the tree
    * under its own key, and every row the index has is found by its key. Writes i64s: rows,
-   * entries, rows not indexed (skipped), and entries whose recorded leaf is stale; throws on
+   * entries, rows not indexed (skipped), entries whose recorded leaf is stale, and the index's
+   * growth phase (KeyIndex.growPhase); throws on
    * any disagreement. Walks the leaves: the cursor is left at the end.
    */
   checkIndex(): StaticArray<i64> {
-    let out = new StaticArray<i64>(4);
+    let out = new StaticArray<i64>(5);
     let index = this.index;
     if (index == null) return out;
     let rows: i64 = 0, found: i64 = 0, stale: i64 = 0;
@@ -285,7 +286,13 @@ export class Tree {
     unchecked(out[1] = found);
     unchecked(out[2] = rows - found);
     unchecked(out[3] = stale);
+    unchecked(out[4] = index.growPhase());
     return out;
+  }
+
+  /** A slice of the key index's growth, when one runs (after every entry applied). */
+  indexStep(): void {
+    if (this.index != null && this.index!.step()) this.cacheValid = false;
   }
 
   /** Frees the key index's table (the tree is leaving the state). */

@@ -529,12 +529,18 @@ export class StateMachine {
   /**
    * The key index beside the tree, checked against it (traps on a disagreement): rows in
    * the tree, rows the index finds, rows it does not hold, and rows whose recorded leaf is
-   * stale (a split moved them; the next write of the key corrects it). For tests.
+   * stale (a split moved them; the next write of the key corrects it), and whether the index
+   * is doubling (0 no, 1 zeroing its next table, 2 draining the old one). For tests.
    */
-  keyIndexCheck(): { rows: number; indexed: number; notIndexed: number; staleLeaves: number } {
+  keyIndexCheck(): {
+    rows: number; indexed: number; notIndexed: number; staleLeaves: number; growPhase: number;
+  } {
     const r = new ByteReader(this.output(this.guard('keyIndexCheck',
       () => this.x.keyIndexCheck())));
-    return { rows: r.i64(), indexed: r.i64(), notIndexed: r.i64(), staleLeaves: r.i64() };
+    return {
+      rows: r.i64(), indexed: r.i64(), notIndexed: r.i64(), staleLeaves: r.i64(),
+      growPhase: r.i64(),
+    };
   }
 
   /**

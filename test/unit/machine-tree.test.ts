@@ -142,6 +142,51 @@ describe('ordered store at scale', () => {
     check(h, model);
   });
 
+  it('the key index doubles in slices, and finds every key while it zeroes and drains', () => {
+    // 30,000 keys in entries of 50: the index doubles at 768, 1,536, ... 24,576 keys. The
+    // last doublings take several entries (the next table is zeroed 256 KiB per entry, the
+    // old one drained 4,096 slots per entry and 8 per insert), so the checks between entries
+    // see both phases, with overwrites and deletes of keys in either table among the inserts.
+    const h = new Harness();
+    const model = new Map<string, string>();
+    const rand = createUnitRandom(SEED + 2);
+    const phases = new Set<number>();
+    let checks = 0;
+    for (let i = 0; i < 30_000; i += 50) {
+      const ops = [];
+      const used = new Set<string>();
+      for (let j = 0; j < 50; j++) {
+        const k = `k${((i + j) * 7919 % 30_000).toString(36)}`;
+        used.add(k);
+        ops.push(put(k, '1', { expiry: FOREVER }));
+        model.set(k, '1');
+      }
+      // Earlier keys, rewritten or deleted: some still in the old table, some moved.
+      for (let j = 0; j < 10 && i > 0; j++) {
+        const k = `k${(Math.floor(rand() * i) * 7919 % 30_000).toString(36)}`;
+        if (used.has(k)) continue;
+        used.add(k);
+        if (rand() < 0.5 && model.has(k)) {
+          ops.push(del(k));
+          model.delete(k);
+        } else {
+          ops.push(put(k, JSON.stringify(`v${i}`), { expiry: FOREVER }));
+          model.set(k, JSON.stringify(`v${i}`));
+        }
+      }
+      h.ok(ops);
+      const phase = h.m.keyIndexCheck().growPhase;
+      if (phase !== 0 || i % 6_000 === 0) {
+        phases.add(phase);
+        check(h, model);
+        checks++;
+      }
+    }
+    expect([...phases].sort()).toEqual([0, 1, 2]);
+    expect(checks).toBeGreaterThan(16);
+    check(h, model);
+  });
+
   it('the key index follows rows that splits move, through writes, deletes and a restore', () => {
     const h = new Harness();
     const model = new Map<string, string>();
