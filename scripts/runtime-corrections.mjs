@@ -30,7 +30,16 @@
 //   STEPS_PER_INTERRUPT steps at one allocation: a step that scans an object whose
 //   references are all marked costs nothing, so one allocation scanned every chunk of the
 //   expiry heap in a row (two million references, 20 to 50 ms) once the tree had marked
-//   their rows. A step of real cost still ends the run when the budget is spent.
+//   their rows. A step of real cost still ends the run when the budget is spent. A scan
+//   costs the object scanned as well as the objects it marks, so that such steps are paced
+//   by the budget too, not only by the count.
+//
+// The marking pace itself is set in asconfig.json (`use`: ASC_GC_SWEEPFACTOR=20, the define
+// itcms reads its STEPFACTOR from): a fifth of the default. At the default, a cycle's whole
+// marking ran within about a megabyte of allocation, a few entries of 256 new keys, each
+// paused 25 to 30 ms at a million keys; at a fifth it spreads over five times as many
+// entries (about 6 ms each). A slower pace was pathological only while every insert into a
+// scanned leaf had the leaf's array scanned again (assembly/tree.ts `storeRow`).
 
 /** Allocation past which the collector starts a cycle however large the heap is. */
 const IDLE_HEADROOM_BYTES = 512 * 1024 * 1024;
@@ -66,6 +75,11 @@ function idleThreshold(): usize {
         '      }\n      visitCount = 0;\n      visitRoots(VISIT_SCAN);'],
       ['      let black = i32(!white);\n      obj = iter.next;\n',
         '      let black = i32(!white);\n      obj = iter.next;\n      let skipped: usize = 0;\n'],
+      ['          __visit_members(changetype<usize>(obj) + TOTAL_OVERHEAD, VISIT_SCAN);\n' +
+        '          return visitCount * MARKCOST;',
+        '          __visit_members(changetype<usize>(obj) + TOTAL_OVERHEAD, VISIT_SCAN);\n' +
+        '          // hivekv (scripts/runtime-corrections.mjs): the object scanned counts too.\n' +
+        '          return (visitCount + 1) * MARKCOST;'],
       ['  let budget: isize = GRANULARITY * STEPFACTOR / 100;\n  do {',
         '  let budget: isize = GRANULARITY * STEPFACTOR / 100;\n' +
         '  // hivekv (scripts/runtime-corrections.mjs): a bounded number of steps.\n' +

@@ -29,6 +29,8 @@ describe('the runtime corrections', () => {
     // A marking step's walk past marked objects yields after a bounded run.
     expect(files['rt/itcms']).not.toContain('skipped');
     expect(corrected['rt/itcms']).toContain('if (++skipped >= 256) return skipped * MARKCOST;');
+    // A scan counts the object scanned, so steps that mark nothing new are paced too.
+    expect(corrected['rt/itcms']).toContain('return (visitCount + 1) * MARKCOST;');
     // And an allocation runs at most 64 steps of the collector, whatever they cost.
     expect(corrected['rt/itcms']).toContain('} while (budget > 0 && ++steps < 64);');
     // The compiler's own table is left as it was: the build script installs the result.
@@ -43,6 +45,16 @@ describe('the runtime corrections', () => {
     const collector = { ...files, 'rt/itcms': files['rt/itcms']!.replace(
       'threshold = total * (IDLEFACTOR / 100) + GRANULARITY;', 'threshold = total * 2;') };
     expect(() => correctRuntime(collector, '9.9.9')).toThrow(/rt\/itcms has not one/);
+  });
+
+  it('pace marking at 20% of the default through the one define the collector reads', () => {
+    // itcms names its marking pace STEPFACTOR but reads it from ASC_GC_SWEEPFACTOR; a runtime
+    // that renamed the define would silently go back to the default pace (and its pauses).
+    expect(files['rt/itcms']).toContain(
+      'const STEPFACTOR: usize = isDefined(ASC_GC_SWEEPFACTOR) ? ASC_GC_SWEEPFACTOR : 200;');
+    const config = JSON.parse(readFileSync(join(ROOT, 'asconfig.json'), 'utf8')) as {
+      options: { use?: string[] } };
+    expect(config.options.use).toContain('ASC_GC_SWEEPFACTOR=20');
   });
 
   it('are what the build runs', () => {
