@@ -39,7 +39,10 @@
 // marking ran within about a megabyte of allocation, a few entries of 256 new keys, each
 // paused 25 to 30 ms at a million keys; at a fifth it spreads over five times as many
 // entries (about 6 ms each). A slower pace was pathological only while every insert into a
-// scanned leaf had the leaf's array scanned again (assembly/tree.ts `storeRow`).
+// scanned leaf had the leaf's array scanned again (assembly/tree.ts `storeRow`). The pace
+// is the sweep's too, so its cost per object freed is a tenth of the default
+// (ASC_GC_SWEEPCOST=1): garbage goes back to the allocator as fast as before, and the heap,
+// which keeps growing while a sweep runs, peaks no higher than it did.
 
 /** Allocation past which the collector starts a cycle however large the heap is. */
 const IDLE_HEADROOM_BYTES = 512 * 1024 * 1024;

@@ -47,7 +47,7 @@ describe('the runtime corrections', () => {
     expect(() => correctRuntime(collector, '9.9.9')).toThrow(/rt\/itcms has not one/);
   });
 
-  it('pace marking at 20% of the default through the one define the collector reads', () => {
+  it('pace marking at a fifth of the default, and sweeping at the default', () => {
     // itcms names its marking pace STEPFACTOR but reads it from ASC_GC_SWEEPFACTOR; a runtime
     // that renamed the define would silently go back to the default pace (and its pauses).
     expect(files['rt/itcms']).toContain(
@@ -55,6 +55,11 @@ describe('the runtime corrections', () => {
     const config = JSON.parse(readFileSync(join(ROOT, 'asconfig.json'), 'utf8')) as {
       options: { use?: string[] } };
     expect(config.options.use).toContain('ASC_GC_SWEEPFACTOR=20');
+    // The sweep keeps the default's pace (a tenth of its cost against a tenth of the budget):
+    // garbage goes back to the allocator as fast as before, so the heap peaks no higher.
+    expect(files['rt/itcms']).toContain(
+      'const SWEEPCOST = isDefined(ASC_GC_SWEEPCOST) ? ASC_GC_SWEEPCOST : 10;');
+    expect(config.options.use).toContain('ASC_GC_SWEEPCOST=1');
   });
 
   it('are what the build runs', () => {
