@@ -159,6 +159,12 @@ export class KeyIndex {
     return offset == 0 || offset > this.drained;
   }
 
+  /** Whether a slot address lies in the old table (draining). */
+  private inOldTable(slot: usize): bool {
+    return this.old != 0 && slot >= this.old
+      && slot < this.old + (<usize>this.oldMask + 1) * ENTRY_BYTES;
+  }
+
   private findIn(table: usize, mask: u32, h: u32, k: usize, kLen: i32): Row | null {
     let i = h;
     for (let n: u32 = 0; n < PROBE_MAX; n++, i++) {
@@ -197,12 +203,9 @@ export class KeyIndex {
    * with that hash most likely ends at (without comparing keys, so maybe another key's).
    */
   entryOf(home: usize, h: u32): usize {
-    let table = this.table, mask = this.mask;
-    if (this.old != 0 && home >= this.old
-      && home < this.old + (<usize>this.oldMask + 1) * ENTRY_BYTES) {
-      table = this.old;
-      mask = this.oldMask;
-    }
+    let inOld = this.inOldTable(home);
+    let table = inOld ? this.old : this.table;
+    let mask = inOld ? this.oldMask : this.mask;
     let i = <u32>((home - table) / ENTRY_BYTES);
     for (let n: u32 = 0; n < WARM_PROBES; n++, i++) {
       let s = table + <usize>(i & mask) * ENTRY_BYTES;
@@ -324,12 +327,9 @@ export class KeyIndex {
 
   /** Removes the entry in a slot found by `find` (no insert, remove or step since). */
   removeAt(slot: usize): void {
-    let table = this.table, mask = this.mask;
-    if (this.old != 0 && slot >= this.old
-      && slot < this.old + (<usize>this.oldMask + 1) * ENTRY_BYTES) {
-      table = this.old;
-      mask = this.oldMask;
-    }
+    let inOld = this.inOldTable(slot);
+    let table = inOld ? this.old : this.table;
+    let mask = inOld ? this.oldMask : this.mask;
     let hole = <u32>((slot - table) / ENTRY_BYTES);
     // Backward shift: later entries of the run move into the hole when that brings them no
     // farther from home, so every run stays unbroken and no entry moves away from home.

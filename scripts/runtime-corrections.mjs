@@ -35,9 +35,9 @@
 //   by the budget too, not only by the count.
 //
 // The marking pace itself is set in asconfig.json (`use`: ASC_GC_SWEEPFACTOR=20, the define
-// itcms reads its STEPFACTOR from): a fifth of the default. At the default, a cycle's whole
+// itcms reads its STEPFACTOR from): a tenth of the default. At the default, a cycle's whole
 // marking ran within about a megabyte of allocation, a few entries of 256 new keys, each
-// paused 25 to 30 ms at a million keys; at a fifth it spreads over five times as many
+// paused 25 to 30 ms at a million keys; at a tenth it spreads over ten times as many
 // entries (about 6 ms each). A slower pace was pathological only while every insert into a
 // scanned leaf had the leaf's array scanned again (assembly/tree.ts `storeRow`). The pace
 // is the sweep's too, so its cost per object freed is a tenth of the default

@@ -47,7 +47,7 @@ describe('the runtime corrections', () => {
     expect(() => correctRuntime(collector, '9.9.9')).toThrow(/rt\/itcms has not one/);
   });
 
-  it('pace marking at a fifth of the default, and sweeping at the default', () => {
+  it('pace marking at a tenth of the default, and sweeping at the default', () => {
     // itcms names its marking pace STEPFACTOR but reads it from ASC_GC_SWEEPFACTOR; a runtime
     // that renamed the define would silently go back to the default pace (and its pauses).
     expect(files['rt/itcms']).toContain(
