@@ -11,7 +11,8 @@ import { afterEach, expect, it } from 'vitest';
 import type { SnapshotMeta } from '../../host/core/raft/types.js';
 import { FileStorage } from '../../host/storage/file-storage.js';
 import {
-  SnapshotFileError, SnapshotFileReader, SnapshotFileWriter, snapshotFileName,
+  SNAPSHOT_SYNC_STEP_BYTES, SnapshotFileError, SnapshotFileReader, SnapshotFileWriter,
+  snapshotFileName,
   writeSnapshotFile,
 } from '../../host/storage/snapshot-files.js';
 import { saveSnapshotBytes, StorageCorruptionError } from '../../host/storage/storage.js';
@@ -187,4 +188,28 @@ it('a damaged file sends no chunk to followers and no restore gets its end', asy
   await expect(readAll(storage.snapshotChunks(10, 4096)))
     .rejects.toBeInstanceOf(StorageCorruptionError);
   await storage.close();
+});
+
+it('a snapshot is fdatasynced in steps as it is written, not only at the end', async () => {
+  const dir = await freshDir();
+  const step = SNAPSHOT_SYNC_STEP_BYTES;
+  const bytes = data(7, Math.floor(step * 3.5));
+  const syncs: number[] = [];
+  const writer = await SnapshotFileWriter.create(dir, meta(7), bytes.length, (s) => syncs.push(s));
+  const slice = Math.floor(step / 4) + 1;
+  const afterEachSlice: number[] = [];
+  for (let at = 0; at < bytes.length; at += slice) {
+    await writer.write(bytes.subarray(at, at + slice));
+    afterEachSlice.push(syncs.length);
+  }
+  // Three full steps of dirty data were flushed while writing, each once it was a step.
+  expect(syncs).toHaveLength(3);
+  expect(afterEachSlice.indexOf(1)).toBe(3);
+  await writer.finish();
+  await writer.publish();
+  // Then the end's fdatasync and the directory's fsync.
+  expect(syncs).toHaveLength(5);
+  const reread = await readFile(join(dir, snapshotFileName(7)));
+  expect(reread.subarray(reread.length - 4 - bytes.length, reread.length - 4)).toEqual(
+    Buffer.from(bytes));
 });
