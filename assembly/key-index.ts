@@ -48,7 +48,7 @@ const CAPACITY_MAX: u32 = 1 << 22;
 const LOAD_MAX_1024: u64 = 768;
 /**
  * Growth slices. Per insert: zeroing then takes 2 * 12 / 4096 of an insert per old slot, so
- * the old table's load passes 3/4 by under 0.5% before the next table takes inserts; the
+ * the old table's load passes 3/4 by under 0.6% before the next table takes inserts; the
  * drain walks 8 slots. Per entry: 256 KiB zeroed, or 4,096 slots walked (about 3,000
  * entries placed, a fraction of a millisecond). A drain ends within capacity/8 inserts
  * alone, before the new table (twice the size, under 3/8 full when the drain began) could
