@@ -86,6 +86,12 @@ function keyHash(p: usize, len: i32): u64 {
   return h ^ (h >> 31);
 }
 
+/** The address of slot i (taken modulo the table's size) of a table. */
+// @ts-ignore: decorator
+@inline function slotAt(table: usize, mask: u32, i: u32): usize {
+  return table + <usize>(i & mask) * ENTRY_BYTES;
+}
+
 export class KeyIndex {
   /** The table that takes inserts (the new one while draining). */
   private table: usize = 0;
@@ -168,7 +174,7 @@ export class KeyIndex {
   private findIn(table: usize, mask: u32, h: u32, k: usize, kLen: i32): Row | null {
     let i = h;
     for (let n: u32 = 0; n < PROBE_MAX; n++, i++) {
-      let s = table + <usize>(i & mask) * ENTRY_BYTES;
+      let s = slotAt(table, mask, i);
       let row = load<u32>(s, 4);
       if (row == 0) return null;
       if (load<u32>(s) == h) {
@@ -192,9 +198,9 @@ export class KeyIndex {
     let h = <u32>keyHash(k, kLen);
     this.lastHash = h;
     if (this.old != 0 && this.inOld(h)) {
-      return this.old + <usize>(h & this.oldMask) * ENTRY_BYTES;
+      return slotAt(this.old, this.oldMask, h);
     }
-    return this.table + <usize>(h & this.mask) * ENTRY_BYTES;
+    return slotAt(this.table, this.mask, h);
   }
   lastHash: u32 = 0;
 
@@ -208,7 +214,7 @@ export class KeyIndex {
     let mask = inOld ? this.oldMask : this.mask;
     let i = <u32>((home - table) / ENTRY_BYTES);
     for (let n: u32 = 0; n < WARM_PROBES; n++, i++) {
-      let s = table + <usize>(i & mask) * ENTRY_BYTES;
+      let s = slotAt(table, mask, i);
       if (load<u32>(s, 4) == 0) return 0;
       if (load<u32>(s) == h) return s;
     }
@@ -285,7 +291,7 @@ export class KeyIndex {
       this.drained = 0;
       // An empty slot to walk from: the old table's load is under 1, so one exists.
       let from: u32 = 0;
-      while (load<u32>(this.old + <usize>from * ENTRY_BYTES, 4) != 0) from++;
+      while (load<u32>(slotAt(this.old, this.oldMask, from), 4) != 0) from++;
       this.drainFrom = from;
       return;
     }
@@ -296,7 +302,7 @@ export class KeyIndex {
     // a cluster always moves whole. The walk ends at drainFrom itself, which is empty.
     while (this.drained < capacity) {
       this.drained++;
-      let s = this.old + <usize>((this.drainFrom + this.drained) & this.oldMask) * ENTRY_BYTES;
+      let s = slotAt(this.old, this.oldMask, this.drainFrom + this.drained);
       let row = load<u32>(s, 4);
       if (row != 0) {
         this.count--;
@@ -315,7 +321,7 @@ export class KeyIndex {
   private place(table: usize, mask: u32, h: u32, row: u32, leaf: u32): void {
     let i = h;
     for (let n: u32 = 0; n < PROBE_MAX; n++, i++) {
-      let s = table + <usize>(i & mask) * ENTRY_BYTES;
+      let s = slotAt(table, mask, i);
       if (load<u32>(s, 4) != 0) continue;
       store<u32>(s, h);
       store<u32>(s, row, 4);
@@ -336,16 +342,16 @@ export class KeyIndex {
     let j = hole;
     while (true) {
       j = (j + 1) & mask;
-      let s = table + <usize>j * ENTRY_BYTES;
+      let s = slotAt(table, mask, j);
       if (load<u32>(s, 4) == 0) break;
       let home = load<u32>(s) & mask;
       // Move when home is not in the cyclic range (hole, j].
       let movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
       if (!movable) continue;
-      memory.copy(table + <usize>hole * ENTRY_BYTES, s, ENTRY_BYTES);
+      memory.copy(slotAt(table, mask, hole), s, ENTRY_BYTES);
       hole = j;
     }
-    store<u32>(table + <usize>hole * ENTRY_BYTES, 0, 4);
+    store<u32>(slotAt(table, mask, hole), 0, 4);
     this.count--;
     this.lastSlot = 0;
   }

@@ -603,7 +603,6 @@ export class Tree {
 export class TreeBuilder {
   private first: Node | null = null;
   private leaf: Node | null = null;
-  private leafCount: i32 = 0;
   count: i32 = 0;
 
   add(row: Row): void {
@@ -613,7 +612,6 @@ export class TreeBuilder {
       if (leaf != null) leaf.next = fresh;
       else this.first = fresh;
       this.leaf = fresh;
-      this.leafCount++;
       leaf = fresh;
     }
     storeRow(leaf.rows, leaf.n, row);
@@ -629,7 +627,6 @@ export class TreeBuilder {
       level.push(l!);
       l = l!.next;
     }
-    assert(level.length == this.leafCount, 'tree builder lost a leaf of its chain');
     if (level.length == 0) level.push(new Node(true));
     rehintLevel(level);
     while (level.length > 1) {
