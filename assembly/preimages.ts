@@ -31,10 +31,13 @@ export let preimages: Tree = new Tree();
 /** Sum of `rowFootprint` over `preimages`: memory the snapshot keeps alive. */
 export let preimageBytes: i64 = 0;
 /**
- * Footprint of rows that left the state (and of preimages released) since the last full
- * collection: an upper bound on the row garbage the collector has not yet reclaimed.
+ * Footprint of every row that left the state (and of preimages released, and of states and
+ * tables replaced) since the module started; and how much of it the collector is known to
+ * have reclaimed (memory-use.ts). The difference is an upper bound on the row garbage not yet
+ * reclaimed.
  */
-export let retiredBytes: i64 = 0;
+export let retiredTotal: i64 = 0;
+export let reclaimedTotal: i64 = 0;
 
 /** Opens a snapshot of the state as of `version`, with no key written yet. */
 export function openPreimages(version: i64): void {
@@ -50,7 +53,7 @@ export function openPreimages(version: i64): void {
 /** Ends the open snapshot (done or aborted): its preimages become garbage. */
 export function closePreimages(): void {
   snapshotOpen = false;
-  retiredBytes += preimageBytes;
+  retiredTotal += preimageBytes;
   preimages = new Tree();
   preimageBytes = 0;
 }
@@ -77,15 +80,20 @@ export function retireRow(r: Row): void {
     preimageBytes += footprint;
     return;
   }
-  retiredBytes += footprint;
+  retiredTotal += footprint;
 }
 
 /** Bytes of a whole state that was replaced (restore) are garbage now. */
 export function retireBytes(bytes: i64): void {
-  retiredBytes += bytes;
+  retiredTotal += bytes;
 }
 
-/** A full collection ran: nothing retired is left unreclaimed. */
-export function clearRetired(): void {
-  retiredBytes = 0;
+/** Everything retired up to `total` (a past `retiredTotal`) has been reclaimed. */
+export function reclaimRetired(total: i64): void {
+  if (total > reclaimedTotal) reclaimedTotal = total;
+}
+
+/** Retired bytes not known reclaimed: at most this much row garbage is in memory. */
+export function unreclaimedBytes(): i64 {
+  return retiredTotal - reclaimedTotal;
 }

@@ -34,6 +34,10 @@
 //   costs the object scanned as well as the objects it marks, so that such steps are paced
 //   by the budget too, not only by the count.
 //
+// And one is a count: the collector's cycles begun and ended (`__gc_cycles`), so that the
+// machine can tell which retired rows a finished cycle has reclaimed (assembly/memory-use.ts)
+// instead of counting them as garbage until a full collection.
+//
 // The marking pace itself is set in asconfig.json (`use`: ASC_GC_SWEEPFACTOR=20, the define
 // itcms reads its STEPFACTOR from): a tenth of the default. At the default, a cycle's whole
 // marking ran within about a megabyte of allocation, a few entries of 256 new keys, each
@@ -88,6 +92,27 @@ function idleThreshold(): usize {
         '  // hivekv (scripts/runtime-corrections.mjs): a bounded number of steps.\n' +
         '  let steps = 0;\n  do {'],
       ['  } while (budget > 0);', `  } while (budget > 0 && ++steps < ${STEPS_PER_INTERRUPT});`],
+      ['    case STATE_IDLE: {\n      state = STATE_MARK;\n',
+        '    case STATE_IDLE: {\n      state = STATE_MARK;\n' +
+        '      // hivekv (scripts/runtime-corrections.mjs): a cycle begins.\n' +
+        '      cyclesBegun++;\n'],
+      ['      state = STATE_IDLE;\n      break;\n',
+        '      state = STATE_IDLE;\n' +
+        '      // hivekv (scripts/runtime-corrections.mjs): its garbage is freed.\n' +
+        '      cyclesEnded++;\n      break;\n'],
+      ['/** Performs a single step according to the current state. */', `
+// hivekv (scripts/runtime-corrections.mjs): the collector's cycles, counted.
+// @ts-ignore: decorator
+@lazy let cyclesBegun: u32 = 0;
+// @ts-ignore: decorator
+@lazy let cyclesEnded: u32 = 0;
+/** Cycles begun (high 32 bits) and ended (low 32 bits) since the module started. */
+// @ts-ignore: decorator
+@global @unsafe
+export function __gc_cycles(): u64 {
+  return (<u64>cyclesBegun << 32) | <u64>cyclesEnded;
+}
+/** Performs a single step according to the current state. */`],
     ],
   },
   {

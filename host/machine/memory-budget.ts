@@ -13,18 +13,20 @@
  *             (at most 48 MiB, 72 MiB while it doubles: assembly/key-index.ts), scratch
  *             objects of calls, and the allocator's rounding and fragmentation.
  *  = 3.25 GiB the collection line (assembly/memory-use.ts): once the state, the preimages of
- *             an open snapshot and the rows retired since the last collection pass it, the
- *             machine collects in full.
+ *             an open snapshot and the rows retired and not yet known reclaimed (by a full
+ *             collection, or by a cycle of the incremental collector that has ended) pass it,
+ *             the machine collects in full.
  *  -0.75 GiB  room above the budget for writes admitted before it was reached (a leader takes
  *             up to 128 MiB of uncommitted entries, and an entry's rows can take about twice
- *             its bytes), and for garbage between full collections, so that they stay rare
- *             (one per half gigabyte of rows retired at the budget).
+ *             its bytes), and for garbage the collector has not reclaimed yet, so that full
+ *             collections stay rare (overwriting 5.5 GiB of 60 KB rows at the budget took
+ *             seven when only they counted as reclaiming, none since cycles count too).
  *  = 2.50 GiB the default budget. Preimages of an open snapshot count against it too
  *             (`memoryFull`), so a snapshot taken at the budget cannot push memory past the line.
  *
- * Measured (bench/machine-memory.ts): a state of 2.5 GiB of 60 KB values takes 5.5 GiB of
- * overwrites and a snapshot in slices without trapping, and 10M keys of 100-byte values
- * (2.1 GiB of state) fit under it.
+ * Measured (the machine alone, and `npm run bench:fill` through a node): a state of 2.5 GiB
+ * of 60 KB values takes 5.5 GiB of overwrites and a snapshot in slices without trapping, and
+ * 10M keys of 100-byte values (2.1 GiB of state) fit under it.
  */
 
 const GiB = 1024 * 1024 * 1024;

@@ -177,7 +177,7 @@ export interface MemoryUse {
   readonly stateBytes: number;
   /** Rows an open snapshot keeps alive that are no longer in the state. */
   readonly preimageBytes: number;
-  /** Rows retired since the last full collection: at most this much row garbage. */
+  /** Rows retired and not yet known reclaimed by the collector: at most this much garbage. */
   readonly retiredBytes: number;
   /** Full collections the machine ran to stay under the 4 GiB ceiling. */
   readonly fullCollections: number;

@@ -33,6 +33,11 @@ describe('the runtime corrections', () => {
     expect(corrected['rt/itcms']).toContain('return (visitCount + 1) * MARKCOST;');
     // And an allocation runs at most 64 steps of the collector, whatever they cost.
     expect(corrected['rt/itcms']).toContain('} while (budget > 0 && ++steps < 64);');
+    // Cycles begun and ended are counted, for the machine's count of garbage reclaimed.
+    expect(files['rt/itcms']).not.toContain('__gc_cycles');
+    expect(corrected['rt/itcms']).toContain('export function __gc_cycles(): u64');
+    expect(corrected['rt/itcms']).toMatch(/state = STATE_MARK;\n.*\n\s*cyclesBegun\+\+;/);
+    expect(corrected['rt/itcms']).toMatch(/state = STATE_IDLE;\n.*\n\s*cyclesEnded\+\+;/);
     // The compiler's own table is left as it was: the build script installs the result.
     expect(files['rt/tlsf']).not.toContain('memory.grow(max(pagesNeeded, 1024))');
   });
