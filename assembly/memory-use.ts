@@ -12,7 +12,9 @@
  * incremental cycles had long freed those rows. Pure: no clock, no I/O.
  */
 import { putI64 } from './buffers';
-import { stateBytes, recountRowBytes, tenantTableBytes } from './state';
+import {
+  stateBytes, recountRowBytes, tenantTableBytes, heapDeadBytes, heapDropDeadNow,
+} from './state';
 import { preimageBytes, retiredTotal, reclaimRetired, unreclaimedBytes } from './preimages';
 import { recordBytes } from './idempotency';
 
@@ -64,9 +66,12 @@ function noteCycles(): void {
 /** Collects in full when the garbage the machine may hold would pass the line. */
 export function collectWhenDue(): void {
   noteCycles();
-  let garbage = unreclaimedBytes();
+  // Dead rows the expiry heap still names are in neither count: no cycle frees them (it
+  // counts them reclaimed all the same), so they are added, and dropped before collecting.
+  let garbage = unreclaimedBytes() + heapDeadBytes;
   if (garbage < RETIRED_COLLECT_BYTES_MIN) return;
   if (stateBytes() + recordBytes() + preimageBytes + garbage < COLLECT_LINE_BYTES) return;
+  heapDropDeadNow();
   collectNow();
 }
 
@@ -80,13 +85,14 @@ export function collectNow(): void {
 /**
  * As i64: stateBytes; the bytes an open snapshot keeps alive beyond it (preimages); the bytes
  * of rows retired and not yet known reclaimed (an upper bound on their garbage); the
- * full collections run so far.
+ * full collections run so far; dead rows the expiry heap keeps alive (state.ts).
  */
 export function writeMemoryUse(): void {
   putI64(stateBytes());
   putI64(preimageBytes);
   putI64(unreclaimedBytes());
   putI64(fullCollections);
+  putI64(heapDeadBytes);
 }
 
 /** The byte total recounted from the rows, and from the tenant table, as i64. */

@@ -13,9 +13,11 @@
  *             (at most 48 MiB, 72 MiB while it doubles: assembly/key-index.ts), scratch
  *             objects of calls, and the allocator's rounding and fragmentation.
  *  = 3.25 GiB the collection line (assembly/memory-use.ts): once the state, the preimages of
- *             an open snapshot and the rows retired and not yet known reclaimed (by a full
- *             collection, or by a cycle of the incremental collector that has ended) pass it,
- *             the machine collects in full.
+ *             an open snapshot, the rows retired and not yet known reclaimed (by a full
+ *             collection, or by a cycle of the incremental collector that has ended) and the
+ *             dead rows the expiry heap keeps alive (at most about 256 MiB: past it the heap
+ *             compacts, assembly/state.ts) pass it, the machine drops the heap's dead entries
+ *             and collects in full.
  *  -0.75 GiB  room above the budget for writes admitted before it was reached (a leader takes
  *             up to 128 MiB of uncommitted entries, and an entry's rows can take about twice
  *             its bytes), and for garbage the collector has not reclaimed yet, so that full

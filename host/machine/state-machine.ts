@@ -181,6 +181,8 @@ export interface MemoryUse {
   readonly retiredBytes: number;
   /** Full collections the machine ran to stay under the 4 GiB ceiling. */
   readonly fullCollections: number;
+  /** Dead rows the expiry heap keeps alive until a compaction drops their entries. */
+  readonly heapDeadBytes: number;
 }
 
 export class StateMachine {
@@ -451,7 +453,7 @@ export class StateMachine {
   memoryUse(): MemoryUse {
     const r = new ByteReader(this.output(this.guard('stateBytes', () => this.x.stateBytes())));
     return { stateBytes: r.i64(), preimageBytes: r.i64(), retiredBytes: r.i64(),
-      fullCollections: r.i64() };
+      fullCollections: r.i64(), heapDeadBytes: r.i64() };
   }
 
   /** The byte total recounted from scratch: rows and tenant table apart (for tests). */
