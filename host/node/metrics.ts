@@ -44,6 +44,7 @@ export interface MemoryGauges {
   readonly stateBytesMax: number;
   readonly preimageBytes: number;
   readonly fullCollections: number;
+  readonly heapDeadBytes: number;
   readonly machineMemoryBytes: number;
   /** Idempotency records held and their bytes; evictions and replays since start. */
   readonly idempotencyRecords: number;
@@ -266,6 +267,8 @@ function memoryGauges(registers: Registry[], read: () => MemoryGauges | null): v
       'still holds; they count against the budget.'],
     fullCollections: ['machine_full_collections', 'Full collections the machine ran to stay ' +
       'under its 4 GiB ceiling.'],
+    heapDeadBytes: ['machine_heap_dead_bytes', 'Replaced and deleted TTL rows the expiry ' +
+      'heap keeps alive until it compacts (past 256 MiB it compacts).'],
     machineMemoryBytes: ['machine_memory_bytes', 'Size of the machine\'s wasm memory (it ' +
       'only grows).'],
     idempotencyRecords: ['idempotency_records', 'Idempotency-Key records held (replicated ' +

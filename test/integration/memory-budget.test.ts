@@ -59,6 +59,8 @@ describe('a node at its memory budget', () => {
     const metrics = (await call(node.url, 'GET', '/metrics')).text;
     expect(metric(metrics, 'hivekv_state_bytes')).toBe(health.body.stateBytes);
     expect(metric(metrics, 'hivekv_state_bytes_max')).toBe(BUDGET);
+    // Forever rows have no expiry-heap entry: none is kept alive after it left the state.
+    expect(metric(metrics, 'hivekv_machine_heap_dead_bytes')).toBe(0);
   });
 
   it('still reads and deletes, and takes writes again once below the budget', async () => {
