@@ -52,10 +52,12 @@ function noteCycles(): void {
     reclaimRetired(pendingMark);
     pendingCycle = 0;
   }
+  // Cycles run one after another, so any cycle pending above has ended by the time another
+  // begins: only the newest one can be pending.
   if (begun != cyclesBegunSeen) {
     cyclesBegunSeen = begun;
     if (ended >= begun) reclaimRetired(retiredAtCheck);
-    else if (pendingCycle == 0) {
+    else {
       pendingCycle = begun;
       pendingMark = retiredAtCheck;
     }
