@@ -137,6 +137,29 @@ describe('dead rows the expiry heap keeps alive', () => {
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThan(1000 * rowCost);
   });
+
+  it('start a compaction once their bytes pass 256 MiB, whatever their count', () => {
+    // Large rows: 300 dead entries are far under the count's rule (twice the TTL rows plus
+    // 4,096), but 300 rows of 1 MB held alive would be 300 MB beside the state.
+    const h = new Harness();
+    const v = `"${'x'.repeat(999_990)}"`;
+    const rowCost = footprint('big', v);
+    const line = 256 * 1024 * 1024;
+    let before = 0;
+    let fell = 0;
+    for (let i = 0; i < 300; i++) {
+      h.one(put('big', v, { expiry: ttl(60) }));
+      const dead = h.m.memoryUse().heapDeadBytes;
+      // Checked after each entry: the line is passed by at most the row that crossed it.
+      expect(dead).toBeLessThanOrEqual(line + rowCost);
+      if (dead < before) fell++;
+      before = dead;
+    }
+    // Past the line after 268 rows; a heap of that size compacts by the next entry's end.
+    expect(fell).toBe(1);
+    expect(before).toBeLessThan(40 * rowCost);
+    expect(h.read([get('big')])[0]).toMatchObject({ valueJson: v });
+  });
 });
 
 describe('a restored tree', () => {
