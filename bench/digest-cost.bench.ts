@@ -16,6 +16,9 @@
  *      directory; calls/s and the node's CPU per call (from /proc), the cost within each
  *      round, median over the rounds.
  *
+ *   3. instructions (only when HIVEKV_BENCH_PARTS names it; needs valgrind, and takes an
+ *      hour): the same puts counted under callgrind instead of timed (digest-instructions.ts).
+ *
  * HIVEKV_BENCH_PARTS
  * (`machine,node`). Needs wrk for the node part. Everything listens on 127.0.0.1, every run is
  * bounded by its duration, processes are stopped by their PID, temp directories removed.
@@ -33,6 +36,7 @@ import { encodeCommand } from '../host/machine/codec.js';
 import { DEFAULT_TENANT, type KvOp } from '../host/machine/commands.js';
 import type { AppliedEntrySink, StateMachine } from '../host/machine/state-machine.js';
 import { encodeEnvelope, type Origin } from '../host/node/envelope.js';
+import { instructionsSideBySide } from './digest-instructions.js';
 import { buildDigestModules, type DigestModules } from './digest-module.js';
 
 const execFileAsync = promisify(execFile);
@@ -309,6 +313,7 @@ async function main(): Promise<void> {
       `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}\n`);
     if (PARTS.includes('machine')) await machineSideBySide(modules);
     if (PARTS.includes('node')) await nodeSideBySide(modules);
+    if (PARTS.includes('instructions')) await instructionsSideBySide(modules);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
