@@ -6,8 +6,8 @@
  * difference between the two is the puts' own work. Counted: instructions, and, through
  * callgrind's cache simulation (32 KiB L1s and a 32 MiB last level, set here so that every
  * machine simulates the same), the misses; "cycles" is callgrind's usual estimate, an
- * instruction plus 10 per L1 miss and 100 per last-level miss. The counts repeat exactly
- * for the same module and inputs, whatever else the machine does.
+ * instruction plus 10 per L1 miss and 100 per last-level miss. The counts repeat (to about
+ * 1 in 60,000) for the same module and inputs, whatever else the machine does.
  *
  * Needs valgrind (Debian: `apt-get install valgrind`). Slow: each run takes 5 to 15 minutes
  * under the simulation; runs go two at a time on two cores.
@@ -53,8 +53,10 @@ async function run(dir: string, wasm: string, shape: number, measure: 0 | 1): Pr
   const out = join(dir, `${shape}-${measure}-${Date.now()}-${Math.random()}.out`);
   await execFileAsync('valgrind', ['--tool=callgrind', '--cache-sim=yes', ...CACHES,
     `--callgrind-out-file=${out}`, '--smc-check=all-non-file', process.execPath,
-    // TurboFan only and no helper threads, so the same work is done every run.
-    '--no-liftoff', '--single-threaded', CHILD, wasm, String(KEYS), String(OPS[shape]),
+    // TurboFan only, no helper threads, and a collection schedule that does not depend on
+    // the clock: the same work every run (counts then agree to about 1 in 60,000; without
+    // the last two flags the V8 collector's timing moved them by more than the digest).
+    '--no-liftoff', '--single-threaded', '--predictable', '--predictable-gc-schedule', CHILD, wasm, String(KEYS), String(OPS[shape]),
     String(shape), String(measure)], { timeout: RUN_TIMEOUT_MS, maxBuffer: 64 << 20 });
   return countsOf(readFileSync(out, 'utf8'));
 }
