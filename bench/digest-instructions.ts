@@ -56,8 +56,9 @@ async function run(dir: string, wasm: string, shape: number, measure: 0 | 1): Pr
     // TurboFan only, no helper threads, and a collection schedule that does not depend on
     // the clock: the same work every run (counts then agree to about 1 in 60,000; without
     // the last two flags the V8 collector's timing moved them by more than the digest).
-    '--no-liftoff', '--single-threaded', '--predictable', '--predictable-gc-schedule', CHILD, wasm, String(KEYS), String(OPS[shape]),
-    String(shape), String(measure)], { timeout: RUN_TIMEOUT_MS, maxBuffer: 64 << 20 });
+    '--no-liftoff', '--single-threaded', '--predictable', '--predictable-gc-schedule',
+    CHILD, wasm, String(KEYS), String(OPS[shape]), String(shape), String(measure)],
+  { timeout: RUN_TIMEOUT_MS, maxBuffer: 64 << 20 });
   return countsOf(readFileSync(out, 'utf8'));
 }
 
