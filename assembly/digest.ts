@@ -50,9 +50,17 @@ function fnvPacked(h: u64, p: usize, len: i32): u64 {
   for (; i + 8 <= len; i += 8) h = (h ^ load<u64>(p + <usize>i)) * FNV_PRIME;
   let tail = len - i;
   if (tail == 0) return h;
-  let w: u64 = <u64>tail << 56;
-  for (let j = 0; j < tail; j++) w |= <u64>load<u8>(p + <usize>(i + j)) << (<u64>j * 8);
-  return (h ^ w) * FNV_PRIME;
+  let w: u64;
+  if (len >= 8) {
+    // The last 8 bytes of the range hold the tail in their top `tail` bytes: one load and a
+    // shift give the word the byte loop below builds (a row's key and value are hashed on
+    // every write, and the loop was a sixth of a hash's instructions).
+    w = load<u64>(p + <usize>(len - 8)) >> (<u64>(8 - tail) * 8);
+  } else {
+    w = 0;
+    for (let j = 0; j < tail; j++) w |= <u64>load<u8>(p + <usize>(i + j)) << (<u64>j * 8);
+  }
+  return (h ^ (w | (<u64>tail << 56))) * FNV_PRIME;
 }
 
 /**
