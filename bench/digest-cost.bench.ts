@@ -31,13 +31,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 
-import type { Entry } from '../host/core/raft/types.js';
-import { encodeCommand } from '../host/machine/codec.js';
-import { DEFAULT_TENANT, type KvOp } from '../host/machine/commands.js';
-import type { AppliedEntrySink, StateMachine } from '../host/machine/state-machine.js';
-import { encodeEnvelope, type Origin } from '../host/node/envelope.js';
+import type { StateMachine } from '../host/machine/state-machine.js';
 import { instructionsSideBySide } from './digest-instructions.js';
 import { buildDigestModules, type DigestModules } from './digest-module.js';
+import { Feeder, envelopesOf } from './digest-workload.js';
 
 const execFileAsync = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -53,53 +50,8 @@ const NODE_KEYS = 100_000;
 const SHAPES = [1, 256] as const;
 const POOL_OPS = 131_072;
 const OPS_PER_CROSSING = 256;
-const ORIGIN: Origin = { nodeId: 'bench', incarnation: 1 };
-const VALUE = `"${'x'.repeat(98)}"`;
 const VARIANTS = ['full', 'nodigest'] as const;
 type Variant = (typeof VARIANTS)[number];
-
-const keyOf = (i: number): string => `user:${i.toString().padStart(8, '0')}`;
-
-function putOp(key: string): KvOp {
-  return { op: 'put', sentAs: 'put', ns: 'bench', key, valueJson: VALUE,
-    expiry: { kind: 'forever' }, expect: null, required: false };
-}
-
-function commandOf(ops: KvOp[]): Uint8Array {
-  return encodeCommand({ kind: 'call', flags: { requireGrant: false },
-    call: { tenant: DEFAULT_TENANT, shape: 'batch', ops, readBytesCeiling: 4 << 20 } });
-}
-
-const SINK: AppliedEntrySink = {
-  answer: () => undefined, done: () => undefined, admin: () => undefined,
-  swept: () => undefined,
-  checkpoint: () => undefined,
-  invalid: (index, detail) => {
-    throw new Error(`entry ${index} refused: ${detail}`);
-  },
-};
-
-/** Applies entries with fresh indexes and proposal numbers (a reused seq would be skipped). */
-class Feeder {
-  index = 0;
-  constructor(private readonly machine: StateMachine) {}
-  apply(envelopes: readonly Uint8Array[]): void {
-    const entries: Entry[] = envelopes.map((data) => {
-      this.index++;
-      // The envelope's seq: after u8 version, u8 id length, the id, u32 incarnation.
-      new DataView(data.buffer, data.byteOffset).setBigUint64(2 + ORIGIN.nodeId.length + 4,
-        BigInt(this.index), true);
-      return { term: 1, index: this.index, timeMs: this.index, type: 'normal', data };
-    });
-    this.machine.applyEntries(entries, SINK);
-  }
-}
-
-function envelopesOf(opsPerEntry: number, count: number, keyAt: (i: number) => number):
-  Uint8Array[] {
-  return Array.from({ length: count }, (_, e) => encodeEnvelope(ORIGIN, 1, commandOf(
-    Array.from({ length: opsPerEntry }, (_, j) => putOp(keyOf(keyAt(e * opsPerEntry + j)))))));
-}
 
 /**
  * A machine of the module at `wasm`: state-machine.js imported afresh under its own URL, so
@@ -120,7 +72,6 @@ async function machineOf(wasm: string, variant: Variant): Promise<StateMachine> 
 
 async function loadedFeeder(wasm: string, variant: Variant): Promise<Feeder> {
   const machine = await machineOf(wasm, variant);
-  machine.setOrigin(ORIGIN.nodeId, ORIGIN.incarnation);
   const feeder = new Feeder(machine);
   const load = envelopesOf(256, Math.ceil(KEYS / 256), (i) => i % KEYS);
   for (let i = 0; i < load.length; i += 16) feeder.apply(load.slice(i, i + 16));
