@@ -2,9 +2,11 @@
 // Compiles the machine with asc (arguments as for `asc`, run from the current directory),
 // after the corrections of scripts/runtime-corrections.mjs to the runtime's allocator and
 // collector, made to the compiler's copy of its standard library in memory (node_modules is
-// never written). A compiler whose runtime no longer matches stops the build.
+// never written). A compiler whose runtime no longer matches stops the build. Shadow-stack
+// frames are zeroed with stores, not `memory.fill` (scripts/stack-frame-stores.mjs).
 import asc from 'assemblyscript/asc';
 import { correctRuntime } from './runtime-corrections.mjs';
+import { StackFrameStores } from './stack-frame-stores.mjs';
 
 try {
   Object.assign(asc.libraryFiles, correctRuntime(asc.libraryFiles, asc.version));
@@ -15,6 +17,7 @@ try {
 const { error } = await asc.main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
+  transforms: [StackFrameStores],
 });
 if (error) {
   console.error(error.message);
