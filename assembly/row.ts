@@ -24,17 +24,27 @@ const ROW_SUCCEEDED: u32 = 2;
 const ROW_HEIR: u32 = 4;
 
 export const ROW_HEADER_BYTES: i32 = 32;
+/** Offsets of the header's fields, for code that reads a row by its address (digest.ts). */
+export const ROW_VERSION_AT: usize = 0;
+export const ROW_EXPIRES_AT: usize = 8;
+export const ROW_UPDATED_AT: usize = 16;
 /** Internal expiresAt of a `forever` row: sorts after every real time. */
 export const EXPIRES_NEVER: i64 = i64.MAX_VALUE;
 
 export type Row = ArrayBuffer;
 
 // @ts-ignore: decorator
-@inline export function rowVersion(r: Row): i64 { return load<i64>(changetype<usize>(r)); }
+@inline export function rowVersion(r: Row): i64 {
+  return load<i64>(changetype<usize>(r), ROW_VERSION_AT);
+}
 // @ts-ignore: decorator
-@inline export function rowExpiresAt(r: Row): i64 { return load<i64>(changetype<usize>(r), 8); }
+@inline export function rowExpiresAt(r: Row): i64 {
+  return load<i64>(changetype<usize>(r), ROW_EXPIRES_AT);
+}
 // @ts-ignore: decorator
-@inline export function rowUpdatedAt(r: Row): i64 { return load<i64>(changetype<usize>(r), 16); }
+@inline export function rowUpdatedAt(r: Row): i64 {
+  return load<i64>(changetype<usize>(r), ROW_UPDATED_AT);
+}
 // @ts-ignore: decorator
 @inline export function rowKeyLen(r: Row): i32 { return load<i32>(changetype<usize>(r), 24); }
 // @ts-ignore: decorator
