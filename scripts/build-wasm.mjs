@@ -6,6 +6,7 @@
 // frames are zeroed with stores, not `memory.fill` (scripts/stack-frame-stores.mjs).
 import asc from 'assemblyscript/asc';
 import { correctRuntime } from './runtime-corrections.mjs';
+import { ShortCopies } from './short-copies.mjs';
 import { StackFrameStores } from './stack-frame-stores.mjs';
 
 try {
@@ -17,7 +18,7 @@ try {
 const { error } = await asc.main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
-  transforms: [StackFrameStores],
+  transforms: [StackFrameStores, ShortCopies],
 });
 if (error) {
   console.error(error.message);

@@ -1,0 +1,123 @@
+// A compiler transform: a copy of at most 32 bytes done in WebAssembly instead of by
+// `memory.copy`.
+//
+// V8 compiles every `memory.copy` to a call into C (a bounds check, then `memmove`), about 50
+// instructions before the first byte moves. Most of the machine's copies are short: a key, a
+// namespace, a number's digits, a piece of an answer. Every `memory.copy` of the module
+// becomes a call to one function added here, which moves up to 32 bytes with two loads and
+// two stores (overlapping when the size is not a power of two: both loads come before both
+// stores, so overlapping ranges copy as `memmove` does) and leaves longer copies to
+// `memory.copy`. A copy that is in bounds gives the same bytes either way; an empty one out
+// of bounds no longer traps, which nothing relies on.
+//
+// Runs after compilation (`afterCompile`) and checks its own work: a `memory.copy` left
+// outside the helper stops the build.
+
+const HELPER = '~hivekv/copy';
+
+export class ShortCopies {
+  afterCompile(module) {
+    const binaryen = this.binaryen;
+    const { none } = binaryen;
+    let replaced = 0;
+    const asCall = (expr) => {
+      replaced++;
+      return module.call(HELPER, [binaryen.MemoryCopy.getDest(expr),
+        binaryen.MemoryCopy.getSource(expr), binaryen.MemoryCopy.getSize(expr)], none);
+    };
+    const isCopy = (expr) => expr !== 0 &&
+      binaryen.getExpressionId(expr) === binaryen.MemoryCopyId;
+    const visit = (expr) => {
+      if (!expr) return;
+      const id = binaryen.getExpressionId(expr);
+      if (id === binaryen.BlockId) {
+        const count = binaryen.Block.getNumChildren(expr);
+        for (let i = 0; i < count; i++) {
+          const child = binaryen.Block.getChildAt(expr, i);
+          if (isCopy(child)) binaryen.Block.setChildAt(expr, i, asCall(child));
+          else visit(child);
+        }
+      } else if (id === binaryen.IfId) {
+        visit(binaryen.If.getCondition(expr));
+        const ifTrue = binaryen.If.getIfTrue(expr);
+        if (isCopy(ifTrue)) binaryen.If.setIfTrue(expr, asCall(ifTrue));
+        else visit(ifTrue);
+        const ifFalse = binaryen.If.getIfFalse(expr);
+        if (isCopy(ifFalse)) binaryen.If.setIfFalse(expr, asCall(ifFalse));
+        else visit(ifFalse);
+      } else if (id === binaryen.LoopId) {
+        const body = binaryen.Loop.getBody(expr);
+        if (isCopy(body)) binaryen.Loop.setBody(expr, asCall(body));
+        else visit(body);
+      }
+    };
+    for (let i = 0; i < module.getNumFunctions(); i++) {
+      const fn = module.getFunctionByIndex(i);
+      const body = binaryen.getFunctionInfo(fn).body;
+      if (isCopy(body)) binaryen.Function.setBody(fn, asCall(body));
+      else visit(body);
+    }
+    if (replaced === 0) return;
+    addHelper(module, binaryen);
+    const text = module.emitText();
+    const left = (text.match(/\(memory\.copy\b/g)?.length ?? 0) - 1;
+    if (left > 0) {
+      throw new Error(`short-copies: ${left} memory.copy left outside ${HELPER} ` +
+        `(${replaced} replaced)`);
+    }
+  }
+}
+
+/** `(d, s, n)`: copies n bytes from s to d, as `memory.copy` does. */
+function addHelper(module, binaryen) {
+  const { i32, i64, v128, none } = binaryen;
+  const D = 0, S = 1, N = 2, A64 = 3, B64 = 4, A32 = 5, B32 = 6, C32 = 7, AV = 8, BV = 9;
+  const get = (index, type) => module.local.get(index, type);
+  const set = (index, value) => module.local.set(index, value);
+  const at = (base, back) => module.i32.sub(module.i32.add(get(base, i32), get(N, i32)),
+    module.i32.const(back));
+  const leU = (limit) => module.i32.le_u(get(N, i32), module.i32.const(limit));
+  const geU = (limit) => module.i32.ge_u(get(N, i32), module.i32.const(limit));
+  const body = module.block(null, [
+    module.if(leU(16), module.block(null, [
+      // 8 to 16 bytes: the first 8 and the last 8.
+      module.if(geU(8), module.block(null, [
+        set(A64, module.i64.load(0, 1, get(S, i32))),
+        set(B64, module.i64.load(0, 1, at(S, 8))),
+        module.i64.store(0, 1, get(D, i32), get(A64, i64)),
+        module.i64.store(0, 1, at(D, 8), get(B64, i64)),
+        module.return(),
+      ])),
+      // 4 to 7 bytes: the first 4 and the last 4.
+      module.if(geU(4), module.block(null, [
+        set(A32, module.i32.load(0, 1, get(S, i32))),
+        set(B32, module.i32.load(0, 1, at(S, 4))),
+        module.i32.store(0, 1, get(D, i32), get(A32, i32)),
+        module.i32.store(0, 1, at(D, 4), get(B32, i32)),
+        module.return(),
+      ])),
+      module.if(module.i32.eqz(get(N, i32)), module.return()),
+      // 1 to 3 bytes: the first, the middle and the last (some the same byte).
+      set(A32, module.i32.load8_u(0, 1, get(S, i32))),
+      set(B32, module.i32.load8_u(0, 1, module.i32.add(get(S, i32),
+        module.i32.shr_u(get(N, i32), module.i32.const(1))))),
+      set(C32, module.i32.load8_u(0, 1, at(S, 1))),
+      module.i32.store8(0, 1, get(D, i32), get(A32, i32)),
+      module.i32.store8(0, 1, module.i32.add(get(D, i32),
+        module.i32.shr_u(get(N, i32), module.i32.const(1))), get(B32, i32)),
+      module.i32.store8(0, 1, at(D, 1), get(C32, i32)),
+      module.return(),
+    ])),
+    // 17 to 32 bytes: the first 16 and the last 16.
+    module.if(leU(32), module.block(null, [
+      set(AV, module.v128.load(0, 1, get(S, i32))),
+      set(BV, module.v128.load(0, 1, at(S, 16))),
+      module.v128.store(0, 1, get(D, i32), get(AV, v128)),
+      module.v128.store(0, 1, at(D, 16), get(BV, v128)),
+      module.return(),
+    ])),
+    module.memory.copy(get(D, i32), get(S, i32), get(N, i32)),
+  ], none);
+  module.addFunction(HELPER, binaryen.createType([i32, i32, i32]), none,
+    [i64, i64, i32, i32, i32, v128, v128], body);
+}
