@@ -18,6 +18,10 @@
  *
  *   3. instructions (only when HIVEKV_BENCH_PARTS names it; needs valgrind, and takes an
  *      hour): the same puts counted under callgrind instead of timed (digest-instructions.ts).
+ *   4. node-instructions (only when HIVEKV_BENCH_PARTS names it; needs valgrind, about ten
+ *      minutes): a node's instructions per put at one connection, each module's node under
+ *      callgrind (digest-node-instructions.ts): the whole of what a put costs a node, against
+ *      which part 3's count of the digest is read.
  *
  * HIVEKV_BENCH_PARTS
  * (`machine,node`). Needs wrk for the node part. Everything listens on 127.0.0.1, every run is
@@ -33,6 +37,7 @@ import { promisify } from 'node:util';
 
 import type { StateMachine } from '../host/machine/state-machine.js';
 import { instructionsSideBySide } from './digest-instructions.js';
+import { nodeInstructionsSideBySide } from './digest-node-instructions.js';
 import { buildDigestModules, type DigestModules } from './digest-module.js';
 import { Feeder, envelopesOf } from './digest-workload.js';
 
@@ -265,6 +270,7 @@ async function main(): Promise<void> {
     if (PARTS.includes('machine')) await machineSideBySide(modules);
     if (PARTS.includes('node')) await nodeSideBySide(modules);
     if (PARTS.includes('instructions')) await instructionsSideBySide(modules);
+    if (PARTS.includes('node-instructions')) await nodeInstructionsSideBySide(modules);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -34,6 +34,20 @@ interface Counts {
   readonly llMisses: number;
 }
 
+/**
+ * The instructions of a callgrind output file: its `totals` line, which counts what ran while
+ * instrumentation was on (its `summary` line can read 0 when it was turned on by a command).
+ */
+export function instructionsOf(callgrindOut: string): number {
+  const events = /^events: (.+)$/m.exec(callgrindOut)?.[1]?.split(' ');
+  const totals = /^totals: (.+)$/m.exec(callgrindOut)?.[1]?.split(' ').map(Number);
+  const at = events?.indexOf('Ir') ?? -1;
+  if (totals === undefined || at < 0 || totals[at] === undefined) {
+    throw new Error('no callgrind instruction total');
+  }
+  return totals[at]!;
+}
+
 /** The totals of a callgrind output file. */
 export function countsOf(callgrindOut: string): Counts {
   const events = /^events: (.+)$/m.exec(callgrindOut)?.[1]?.split(' ');
