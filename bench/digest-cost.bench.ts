@@ -32,14 +32,12 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 
-import type { StateMachine } from '../host/machine/state-machine.js';
 import { instructionsSideBySide } from './digest-instructions.js';
 import { nodeInstructionsSideBySide } from './digest-node-instructions.js';
 import { buildDigestModules, type DigestModules } from './digest-module.js';
-import { Feeder, envelopesOf } from './digest-workload.js';
+import { interleaved, loadedFeeder, SLICE_OPS } from './side-by-side.js';
 
 const execFileAsync = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -47,72 +45,11 @@ const WRK_DIR = join(ROOT, 'bench', 'wrk');
 const KEYS = Number(process.env['HIVEKV_BENCH_KEYS'] ?? '1000000');
 const NODE_ROUNDS = Number(process.env['HIVEKV_BENCH_ROUNDS'] ?? '8');
 const SLICES = Number(process.env['HIVEKV_BENCH_SLICES'] ?? '40');
-const WARMUP_SLICES = 4;
-const SLICE_OPS = 16_384;
 const NODE_SECONDS = Number(process.env['HIVEKV_BENCH_SECONDS'] ?? '4');
 const PARTS = (process.env['HIVEKV_BENCH_PARTS'] ?? 'machine,node').split(',');
 const NODE_KEYS = 100_000;
 const SHAPES = [1, 256] as const;
-const POOL_OPS = 131_072;
-const OPS_PER_CROSSING = 256;
-const VARIANTS = ['full', 'nodigest'] as const;
-type Variant = (typeof VARIANTS)[number];
-
-/**
- * A machine of the module at `wasm`: state-machine.js imported afresh under its own URL, so
- * it compiles its own module (HIVEKV_WASM_PATH is read on the first create), and both
- * modules live side by side in this process.
- */
-async function machineOf(wasm: string, variant: Variant): Promise<StateMachine> {
-  const url = new URL('../host/machine/state-machine.js', import.meta.url);
-  url.search = `?module=${variant}`;
-  const loaded = await import(url.href) as typeof import('../host/machine/state-machine.js');
-  process.env['HIVEKV_WASM_PATH'] = wasm;
-  try {
-    return loaded.StateMachine.create();
-  } finally {
-    delete process.env['HIVEKV_WASM_PATH'];
-  }
-}
-
-async function loadedFeeder(wasm: string, variant: Variant): Promise<Feeder> {
-  const machine = await machineOf(wasm, variant);
-  const feeder = new Feeder(machine);
-  const load = envelopesOf(256, Math.ceil(KEYS / 256), (i) => i % KEYS);
-  for (let i = 0; i < load.length; i += 16) feeder.apply(load.slice(i, i + 16));
-  return feeder;
-}
-
-/**
- * Time of each slice of SLICE_OPS puts in entries of `ops`, the two machines taking turns
- * slice by slice (the order flipping each time), after WARMUP_SLICES untimed ones: whatever
- * else the machine is doing falls on both alike, and each pair is compared on its own.
- */
-function interleaved(feeders: Record<Variant, Feeder>, ops: number):
-  Array<Record<Variant, number>> {
-  // A prime stride: no two neighbouring puts touch neighbouring keys.
-  const pool = envelopesOf(ops, POOL_OPS / ops, (i) => (i * 7_919_071) % KEYS);
-  const perCrossing = Math.max(1, OPS_PER_CROSSING / ops);
-  const cursor: Record<Variant, number> = { full: 0, nodigest: 0 };
-  const slice = (variant: Variant): number => {
-    const started = performance.now();
-    for (let done = 0; done < SLICE_OPS; done += perCrossing * ops) {
-      const at = cursor[variant];
-      feeders[variant].apply(pool.slice(at, at + perCrossing));
-      cursor[variant] = (at + perCrossing) % pool.length;
-    }
-    return performance.now() - started;
-  };
-  const pairs: Array<Record<Variant, number>> = [];
-  for (let s = 0; s < WARMUP_SLICES + SLICES; s++) {
-    const pair = {} as Record<Variant, number>;
-    for (const variant of s % 2 === 0 ? VARIANTS : [...VARIANTS].reverse()) {
-      pair[variant] = slice(variant);
-    }
-    if (s >= WARMUP_SLICES) pairs.push(pair);
-  }
-  return pairs;
-}
+type Variant = 'full' | 'nodigest';
 
 function cpuMsOf(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
@@ -199,10 +136,10 @@ const NODE_VARIANTS = [
 type NodeVariant = (typeof NODE_VARIANTS)[number]['name'];
 
 async function machineSideBySide(modules: DigestModules): Promise<void> {
-  const feeders = { full: await loadedFeeder(modules.full, 'full'),
-    nodigest: await loadedFeeder(modules.nodigest, 'nodigest') };
+  const feeders = { full: await loadedFeeder(modules.full, 'full', KEYS),
+    nodigest: await loadedFeeder(modules.nodigest, 'nodigest', KEYS) };
   for (const ops of SHAPES) {
-    const pairs = interleaved(feeders, ops);
+    const pairs = interleaved(feeders, ops, KEYS, SLICES);
     const rate = (v: Variant): number => (SLICE_OPS * pairs.length) /
       (pairs.reduce((sum, p) => sum + p[v], 0) / 1000);
     const costs = pairs.map((p) => (p.full - p.nodigest) / p.full).sort((a, b) => a - b);

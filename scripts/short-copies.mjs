@@ -78,24 +78,19 @@ function addHelper(module, binaryen) {
     module.i32.const(back));
   const leU = (limit) => module.i32.le_u(get(N, i32), module.i32.const(limit));
   const geU = (limit) => module.i32.ge_u(get(N, i32), module.i32.const(limit));
+  // The first `width` bytes and the last `width` (overlapping when n < 2 * width): both
+  // loaded into locals `a` and `b` before either is stored.
+  const bothEnds = (width, kind, type, a, b) => module.block(null, [
+    set(a, kind.load(0, 1, get(S, i32))),
+    set(b, kind.load(0, 1, at(S, width))),
+    kind.store(0, 1, get(D, i32), get(a, type)),
+    kind.store(0, 1, at(D, width), get(b, type)),
+    module.return(),
+  ]);
   const body = module.block(null, [
     module.if(leU(16), module.block(null, [
-      // 8 to 16 bytes: the first 8 and the last 8.
-      module.if(geU(8), module.block(null, [
-        set(A64, module.i64.load(0, 1, get(S, i32))),
-        set(B64, module.i64.load(0, 1, at(S, 8))),
-        module.i64.store(0, 1, get(D, i32), get(A64, i64)),
-        module.i64.store(0, 1, at(D, 8), get(B64, i64)),
-        module.return(),
-      ])),
-      // 4 to 7 bytes: the first 4 and the last 4.
-      module.if(geU(4), module.block(null, [
-        set(A32, module.i32.load(0, 1, get(S, i32))),
-        set(B32, module.i32.load(0, 1, at(S, 4))),
-        module.i32.store(0, 1, get(D, i32), get(A32, i32)),
-        module.i32.store(0, 1, at(D, 4), get(B32, i32)),
-        module.return(),
-      ])),
+      module.if(geU(8), bothEnds(8, module.i64, i64, A64, B64)),
+      module.if(geU(4), bothEnds(4, module.i32, i32, A32, B32)),
       module.if(module.i32.eqz(get(N, i32)), module.return()),
       // 1 to 3 bytes: the first, the middle and the last (some the same byte).
       set(A32, module.i32.load8_u(0, 1, get(S, i32))),
@@ -108,14 +103,8 @@ function addHelper(module, binaryen) {
       module.i32.store8(0, 1, at(D, 1), get(C32, i32)),
       module.return(),
     ])),
-    // 17 to 32 bytes: the first 16 and the last 16.
-    module.if(leU(32), module.block(null, [
-      set(AV, module.v128.load(0, 1, get(S, i32))),
-      set(BV, module.v128.load(0, 1, at(S, 16))),
-      module.v128.store(0, 1, get(D, i32), get(AV, v128)),
-      module.v128.store(0, 1, at(D, 16), get(BV, v128)),
-      module.return(),
-    ])),
+    // 17 to 32 bytes.
+    module.if(leU(32), bothEnds(16, module.v128, v128, AV, BV)),
     module.memory.copy(get(D, i32), get(S, i32), get(N, i32)),
   ], none);
   module.addFunction(HELPER, binaryen.createType([i32, i32, i32]), none,
