@@ -4,8 +4,8 @@
  * and batches of 16 puts, at 64 connections and at 1, after 3 s of unmeasured load on each
  * server. Just before the one-connection rows it times the disk's part of a put (the WAL
  * bench's single-entry append + fdatasync) and checks the one-connection target against it.
- * Prints a table and writes it to bench/RESULTS.md under "## Node" (the rest of the file is
- * kept).
+ * Prints a table and writes it to bench/RESULTS.md under "## Node", with the run it replaces
+ * kept below it as "### The run before" (the rest of the file is kept).
  *
  * Needs `wrk` (Debian: `apt-get install wrk`). Everything listens on 127.0.0.1, every run is
  * bounded by its duration, and the processes started here are stopped by their PID.
@@ -14,6 +14,8 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+
+import { previousRunOf } from './results-section.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const WRK_DIR = join(ROOT, 'bench', 'wrk');
@@ -134,11 +136,17 @@ function writeResults(table: string): void {
   }
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT,
     encoding: 'utf8' }).trim();
+  const pattern = /## Node\n[\s\S]*?(?=\n## |$)/;
+  const existing = pattern.exec(text)?.[0];
+  // The run this one replaces stays below it: a run on a slow day must not silently erase
+  // the one it would be compared with.
+  const previous = existing === undefined ? '' : previousRunOf(existing);
   const section = `## Node\n\n\`npm run bench:node\`, commit ${commit}, Node ${process.version}, ` +
     `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}, wrk ${DURATION_S} s per row, ` +
-    `100-byte values over ${KEYS} keys, fsync on every acknowledged write.\n\n${table}\n`;
-  const pattern = /## Node\n[\s\S]*?(?=\n## |$)/;
-  text = pattern.test(text) ? text.replace(pattern, section) : `${text.trimEnd()}\n\n${section}`;
+    `100-byte values over ${KEYS} keys, fsync on every acknowledged write.\n\n${table}\n` +
+    (previous === '' ? '' : `\n${previous}`);
+  text = existing !== undefined ? text.replace(pattern, section)
+    : `${text.trimEnd()}\n\n${section}`;
   writeFileSync(path, text);
 }
 
