@@ -1,9 +1,10 @@
 /**
  * One run of `bench:digest`'s instructions part, meant to run under callgrind:
  * `node dist/bench/digest-instructions-child.js WASM KEYS OPS SHAPE MEASURE`. Loads KEYS keys
- * into a machine of the module WASM (entries of 256), builds OPS random puts in entries of
- * SHAPE operations, and applies them only when MEASURE is 1: so the difference between a
- * run with MEASURE 1 and one with 0 is the apply of those puts and nothing else.
+ * of 100-byte values into a machine of the module WASM (entries of 256), builds OPS random
+ * puts in entries of SHAPE operations, and applies them only when MEASURE is 1: so the
+ * difference between a run with MEASURE 1 and one with 0 is the apply of those puts and
+ * nothing else.
  * Deterministic: the keys come from a fixed generator, entry times from indexes.
  */
 import { Feeder, envelopesOf } from './digest-workload.js';

@@ -2,8 +2,10 @@
 // Compiles the machine with asc (arguments as for `asc`, run from the current directory),
 // after the corrections of scripts/runtime-corrections.mjs to the runtime's allocator and
 // collector, made to the compiler's copy of its standard library in memory (node_modules is
-// never written). A compiler whose runtime no longer matches stops the build. Shadow-stack
-// frames are zeroed with stores, not `memory.fill` (scripts/stack-frame-stores.mjs).
+// never written). A compiler whose runtime no longer matches stops the build. Two transforms
+// of the compiled module spare V8's calls into C: shadow-stack frames zeroed with stores, not
+// `memory.fill` (scripts/stack-frame-stores.mjs), and copies of up to 32 bytes made in
+// WebAssembly, not by `memory.copy` (scripts/short-copies.mjs).
 import asc from 'assemblyscript/asc';
 import { correctRuntime } from './runtime-corrections.mjs';
 import { ShortCopies } from './short-copies.mjs';

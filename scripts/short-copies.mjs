@@ -13,50 +13,18 @@
 // Runs after compilation (`afterCompile`) and checks its own work: a `memory.copy` left
 // outside the helper stops the build.
 
+import { replaceStatements } from './module-statements.mjs';
+
 const HELPER = '~hivekv/copy';
 
 export class ShortCopies {
   afterCompile(module) {
     const binaryen = this.binaryen;
     const { none } = binaryen;
-    let replaced = 0;
-    const asCall = (expr) => {
-      replaced++;
-      return module.call(HELPER, [binaryen.MemoryCopy.getDest(expr),
-        binaryen.MemoryCopy.getSource(expr), binaryen.MemoryCopy.getSize(expr)], none);
-    };
-    const isCopy = (expr) => expr !== 0 &&
-      binaryen.getExpressionId(expr) === binaryen.MemoryCopyId;
-    const visit = (expr) => {
-      if (!expr) return;
-      const id = binaryen.getExpressionId(expr);
-      if (id === binaryen.BlockId) {
-        const count = binaryen.Block.getNumChildren(expr);
-        for (let i = 0; i < count; i++) {
-          const child = binaryen.Block.getChildAt(expr, i);
-          if (isCopy(child)) binaryen.Block.setChildAt(expr, i, asCall(child));
-          else visit(child);
-        }
-      } else if (id === binaryen.IfId) {
-        visit(binaryen.If.getCondition(expr));
-        const ifTrue = binaryen.If.getIfTrue(expr);
-        if (isCopy(ifTrue)) binaryen.If.setIfTrue(expr, asCall(ifTrue));
-        else visit(ifTrue);
-        const ifFalse = binaryen.If.getIfFalse(expr);
-        if (isCopy(ifFalse)) binaryen.If.setIfFalse(expr, asCall(ifFalse));
-        else visit(ifFalse);
-      } else if (id === binaryen.LoopId) {
-        const body = binaryen.Loop.getBody(expr);
-        if (isCopy(body)) binaryen.Loop.setBody(expr, asCall(body));
-        else visit(body);
-      }
-    };
-    for (let i = 0; i < module.getNumFunctions(); i++) {
-      const fn = module.getFunctionByIndex(i);
-      const body = binaryen.getFunctionInfo(fn).body;
-      if (isCopy(body)) binaryen.Function.setBody(fn, asCall(body));
-      else visit(body);
-    }
+    const isCopy = (expr) => binaryen.getExpressionId(expr) === binaryen.MemoryCopyId;
+    const asCall = (expr) => module.call(HELPER, [binaryen.MemoryCopy.getDest(expr),
+      binaryen.MemoryCopy.getSource(expr), binaryen.MemoryCopy.getSize(expr)], none);
+    const replaced = replaceStatements(binaryen, module, isCopy, asCall);
     if (replaced === 0) return;
     addHelper(module, binaryen);
     const text = module.emitText();

@@ -13,6 +13,8 @@
 // Runs after compilation (`afterCompile`) and checks its own work: a frame fill left behind
 // (in a place the walk below does not reach) stops the build.
 
+import { replaceStatements } from './module-statements.mjs';
+
 const STACK_POINTER = '~lib/memory/__stack_pointer';
 const LARGEST_FRAME = 512;
 
@@ -41,38 +43,7 @@ export class StackFrameStores {
       if (offset < bytes) stores.push(module.i32.store(offset, 0, sp(), module.i32.const(0)));
       return module.block(null, stores, binaryen.none);
     };
-    let replaced = 0;
-    const visit = (expr) => {
-      if (!expr) return;
-      const id = binaryen.getExpressionId(expr);
-      if (id !== binaryen.BlockId && id !== binaryen.IfId && id !== binaryen.LoopId) return;
-      const info = binaryen.getExpressionInfo(expr);
-      switch (id) {
-        case binaryen.BlockId:
-          info.children.forEach((child, i) => {
-            if (isFrameFill(child)) {
-              binaryen.Block.setChildAt(expr, i, zeroStores(child));
-              replaced++;
-            } else {
-              visit(child);
-            }
-          });
-          break;
-        case binaryen.IfId:
-          visit(info.condition);
-          visit(info.ifTrue);
-          visit(info.ifFalse);
-          break;
-        case binaryen.LoopId:
-          visit(info.body);
-          break;
-        default:
-          break;
-      }
-    };
-    for (let i = 0; i < module.getNumFunctions(); i++) {
-      visit(binaryen.getFunctionInfo(module.getFunctionByIndex(i)).body);
-    }
+    const replaced = replaceStatements(binaryen, module, isFrameFill, zeroStores);
     const left = module.emitText().match(
       /\(memory\.fill\s+\(global\.get \$~lib\/memory\/__stack_pointer\)/g)?.length ?? 0;
     if (left > 0) {
