@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { EMPTY_HARD_STATE } from '../core/raft/types.js';
 import type { Entry, HardState, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import {
-  encodeHardState,
+  assertEncodableHardState,
   readHardStateFile,
   removeHardStateTemp,
   writeHardStateFile,
@@ -240,7 +240,7 @@ export class FileStorage implements Storage {
   /** Buffers a hard state. Throws on values out of range or a refused storage. */
   setHardState(hardState: HardState): void {
     this.assertUsable();
-    encodeHardState(hardState);
+    assertEncodableHardState(hardState);
     this.latestHardState = hardState;
   }
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 
 import type { HardState } from '../core/raft/types.js';
-import { readU64, writeU64 } from './record.js';
+import { assertSafeU64, readU64, writeU64 } from './record.js';
 import { StorageCorruptionError } from './storage.js';
 import { datasyncTimed, fsyncDirectory, writeFully, type FsyncObserver } from './wal.js';
 
@@ -27,13 +27,26 @@ export const VOTED_FOR_BYTES_MAX = 255;
 const FIXED_BYTES = 28;
 const CRC_BYTES = 4;
 
-/** Encodes a hard state; throws on values no valid Raft state can hold (a caller bug). */
-export function encodeHardState(hardState: HardState): Buffer {
-  const vote = hardState.votedFor === null ? null : Buffer.from(hardState.votedFor, 'utf8');
-  const voteBytes = vote?.byteLength ?? 0;
+/**
+ * Throws on values no valid Raft state can hold (a caller bug), as `encodeHardState` would,
+ * without encoding: storage checks every hard state it is handed, and most are never written
+ * (a commitIndex-only change waits for the next term or vote).
+ */
+export function assertEncodableHardState(hardState: HardState): void {
+  assertSafeU64(hardState.term, 'hard state term');
+  assertSafeU64(hardState.commitIndex, 'hard state commitIndex');
+  const voteBytes = hardState.votedFor === null ? 0
+    : Buffer.byteLength(hardState.votedFor, 'utf8');
   if (voteBytes > VOTED_FOR_BYTES_MAX) {
     throw new Error(`assertion failed: votedFor is ${voteBytes} bytes (> ${VOTED_FOR_BYTES_MAX})`);
   }
+}
+
+/** Encodes a hard state; throws on values no valid Raft state can hold (a caller bug). */
+export function encodeHardState(hardState: HardState): Buffer {
+  assertEncodableHardState(hardState);
+  const vote = hardState.votedFor === null ? null : Buffer.from(hardState.votedFor, 'utf8');
+  const voteBytes = vote?.byteLength ?? 0;
   const bytes = Buffer.alloc(FIXED_BYTES + voteBytes + CRC_BYTES);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   view.setUint32(0, HARD_STATE_MAGIC, true);

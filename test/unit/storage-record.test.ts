@@ -108,6 +108,30 @@ it('a failed write rejects sync with the OS error, then every call is refused', 
   await storage.close();
 });
 
+it('setHardState refuses what it cannot encode, and keeps the last good one', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'hivekv-hard-'));
+  dirs.push(dir);
+  const storage = new FileStorage(dir, {});
+  await storage.recover();
+  storage.setHardState({ term: 2, votedFor: 'n1', commitIndex: 0 });
+  expect(() => storage.setHardState({ term: -1, votedFor: null, commitIndex: 0 }))
+    .toThrow(/hard state term/);
+  expect(() => storage.setHardState({ term: 2 ** 53, votedFor: null, commitIndex: 0 }))
+    .toThrow(/hard state term/);
+  expect(() => storage.setHardState({ term: 2, votedFor: null, commitIndex: 1.5 }))
+    .toThrow(/hard state commitIndex/);
+  // 255 UTF-8 bytes fit; 256 do not, however few characters they take.
+  storage.setHardState({ term: 2, votedFor: 'é'.repeat(127) + 'x', commitIndex: 0 });
+  expect(() => storage.setHardState({ term: 2, votedFor: 'é'.repeat(128), commitIndex: 0 }))
+    .toThrow(/votedFor is 256 bytes/);
+  await storage.sync();
+  await storage.close();
+  const reopened = new FileStorage(dir, {});
+  const recovered = await reopened.recover();
+  expect(recovered.hardState).toEqual({ term: 2, votedFor: 'é'.repeat(127) + 'x', commitIndex: 0 });
+  await reopened.close();
+});
+
 it('isLowOnSpace compares free bytes on the data directory with minFreeBytes', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'hivekv-space-'));
   dirs.push(dir);
