@@ -247,72 +247,102 @@ function writeOp(w: ByteWriter, op: KvOp): void {
 
 // ---- decoding the machine's output ----
 
-/** Reads the machine's output; every read is bounds-checked by the typed array itself. */
-export class ByteReader {
-  private readonly view: DataView;
+/**
+ * A buffer's three views, made once and shared by every reader of a span of it: a DataView
+ * and a Buffer cost a call into C++ to make, which a reader per answer would pay each call.
+ */
+export interface ByteViews {
+  readonly bytes: Uint8Array;
+  readonly view: DataView;
   /** The same bytes as a Buffer: its utf8 slicing is the cheapest string decode in Node. */
-  private readonly text: Buffer;
-  pos = 0;
+  readonly text: Buffer;
+}
 
-  constructor(private readonly buf: Uint8Array) {
-    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-    this.text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+export function byteViewsOf(bytes: Uint8Array): ByteViews {
+  return {
+    bytes,
+    view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+  };
+}
+
+/**
+ * Reads the machine's output: all of `buf`, or the span `start..end` of views shared with
+ * other readers. Every read is bounds-checked against the span's end.
+ */
+export class ByteReader {
+  private readonly buf: Uint8Array;
+  private readonly view: DataView;
+  private readonly text: Buffer;
+  private readonly end: number;
+  pos: number;
+
+  constructor(buf: Uint8Array, views: ByteViews | null = null, start = 0,
+    end = buf.length) {
+    const shared = views ?? byteViewsOf(buf);
+    if (shared.bytes !== buf || !(start >= 0 && start <= end && end <= buf.length)) {
+      throw new Error(`assertion failed: a reader of ${start}..${end} over ${buf.length} bytes`);
+    }
+    this.buf = buf;
+    this.view = shared.view;
+    this.text = shared.text;
+    this.pos = start;
+    this.end = end;
+  }
+
+  /** A reader of `length` bytes at `start` of the views' buffer. */
+  static span(views: ByteViews, start: number, length: number): ByteReader {
+    return new ByteReader(views.bytes, views, start, start + length);
+  }
+
+  private advance(n: number): number {
+    const at = this.pos;
+    if (at + n > this.end) throw new Error('machine output: read past the end');
+    this.pos = at + n;
+    return at;
   }
 
   u8(): number {
-    return this.view.getUint8(this.pos++);
+    return this.view.getUint8(this.advance(1));
   }
 
   u16(): number {
-    const v = this.view.getUint16(this.pos, true);
-    this.pos += 2;
-    return v;
+    return this.view.getUint16(this.advance(2), true);
   }
 
   u32(): number {
-    const v = this.view.getUint32(this.pos, true);
-    this.pos += 4;
-    return v;
+    return this.view.getUint32(this.advance(4), true);
   }
 
   /** The next `n` bytes, copied. */
   bytesCopy(n: number): Uint8Array {
-    const end = this.pos + n;
-    if (end > this.buf.length) throw new Error('machine output: bytes past the end');
-    const copy = this.buf.slice(this.pos, end);
-    this.pos = end;
-    return copy;
+    const at = this.advance(n);
+    return this.buf.slice(at, at + n);
   }
 
   /** The next `n` bytes as a view (valid until the machine's next call). */
   bytesView(n: number): Uint8Array {
-    const end = this.pos + n;
-    if (end > this.buf.length) throw new Error('machine output: bytes past the end');
-    const view = this.buf.subarray(this.pos, end);
-    this.pos = end;
-    return view;
+    const at = this.advance(n);
+    return this.buf.subarray(at, at + n);
   }
 
   i64(): number {
-    const lo = this.view.getUint32(this.pos, true);
-    const hi = this.view.getInt32(this.pos + 4, true);
-    this.pos += 8;
+    const at = this.advance(8);
+    const lo = this.view.getUint32(at, true);
+    const hi = this.view.getInt32(at + 4, true);
     const v = hi * TWO_POW_32 + lo;
-    if (!Number.isSafeInteger(v)) throw new Error(`machine output: unsafe integer at ${this.pos}`);
+    if (!Number.isSafeInteger(v)) throw new Error(`machine output: unsafe integer at ${at}`);
     return v;
   }
 
   str(): string {
     const n = this.u32();
-    const start = this.pos;
-    const end = start + n;
-    if (end > this.buf.length) throw new Error('machine output: string past the end');
-    this.pos = end;
-    return this.text.toString('utf8', start, end);
+    const at = this.advance(n);
+    return this.text.toString('utf8', at, at + n);
   }
 
   get done(): boolean {
-    return this.pos === this.buf.length;
+    return this.pos === this.end;
   }
 }
 

@@ -10,8 +10,8 @@ import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  ByteReader, ByteWriter, decodeApplyOutput, readAnswer, readAnswerHeader, readApplyOutcome,
-  writeCall, type AnswerHeader,
+  ByteReader, byteViewsOf, ByteWriter, decodeApplyOutput, readAnswer, readAnswerHeader,
+  readApplyOutcome, writeCall, type AnswerHeader, type ByteViews,
 } from './codec.js';
 import type {
   ApplyOutcome, CallAnswer, CheckpointOutcome, KvCall, QuotaSettings, TenantUsage,
@@ -272,9 +272,10 @@ export class StateMachine {
   /** `readInto` for a command already encoded (the parser's output). */
   readCommandInto(command: Uint8Array, nowMs: number, sink: AnswerSink): void {
     assertSafeTime(nowMs, 'nowMs');
-    this.input(command.length).set(command);
+    const at = this.inputAt(command.length);
+    this.memory().bytes.set(command, at);
     const len = this.guard('read', () => this.x.read(command.length, lo32(nowMs), hi32(nowMs)));
-    this.answerInto(new ByteReader(this.output(len)), sink);
+    this.answerInto(ByteReader.span(this.memory(), this.outputAt(), len), sink);
   }
 
   private answerInto(r: ByteReader, sink: AnswerSink): void {
@@ -318,7 +319,7 @@ export class StateMachine {
     const len = this.guard('applyEntries', () => this.x.applyEntries(this.entriesBytes));
     this.applied = last.index;
     for (const entry of entries) this.lastTime = Math.max(this.lastTime, entry.timeMs);
-    const r = new ByteReader(this.output(len));
+    const r = ByteReader.span(this.memory(), this.outputAt(), len);
     for (const entry of entries) this.readEntryOutcome(r, entry.index, sink);
     if (!r.done) throw new Error('machine output: trailing bytes after the entries');
   }
@@ -337,10 +338,12 @@ export class StateMachine {
       expected++;
       bytes += ENTRY_FRAME_BYTES + entry.data.length;
     }
-    const input = this.input(bytes);
-    const view = new DataView(input.buffer, input.byteOffset, input.byteLength);
-    view.setUint32(0, entries.length, true);
-    let at = 4;
+    // Written through the views of all of memory: a view of its own per call costs more
+    // than the framing.
+    const base = this.inputAt(bytes);
+    const { bytes: memory, view } = this.memory();
+    view.setUint32(base, entries.length, true);
+    let at = base + 4;
     for (const entry of entries) {
       // Read once: a recovered entry makes its data view when asked (storage/record.ts).
       const data = entry.data;
@@ -350,7 +353,7 @@ export class StateMachine {
       view.setUint32(at + 12, hi32(entry.timeMs), true);
       view.setUint8(at + 16, entry.type === 'normal' ? ENTRY_NORMAL : ENTRY_EMPTY);
       view.setUint32(at + 17, data.length, true);
-      input.set(data, at + ENTRY_FRAME_BYTES);
+      memory.set(data, at + ENTRY_FRAME_BYTES);
       at += ENTRY_FRAME_BYTES + data.length;
     }
     this.entriesBytes = bytes;
@@ -625,12 +628,24 @@ export class StateMachine {
 
   /** A view of all of wasm memory, made again only when memory grew (the old one detached). */
   private wasmBytes(): Uint8Array {
-    const buffer = this.x.memory.buffer;
-    if (this.memoryView.buffer !== buffer) this.memoryView = new Uint8Array(buffer);
-    return this.memoryView;
+    return this.memory().bytes;
   }
 
-  private memoryView = new Uint8Array(0);
+  /**
+   * Views of all of wasm memory, made again only when memory grew (the old ones detached).
+   * Take them after every call that may grow memory (`inputAt` does), not before.
+   */
+  private memory(): ByteViews {
+    const buffer = this.x.memory.buffer;
+    if (buffer !== this.memoryBuffer) {
+      this.memoryViews = byteViewsOf(new Uint8Array(buffer));
+      this.memoryBuffer = buffer;
+    }
+    return this.memoryViews;
+  }
+
+  private memoryBuffer: ArrayBuffer | null = null;
+  private memoryViews: ByteViews = byteViewsOf(new Uint8Array(0));
 
   /** The hot path of every request: no closure, no view but the cached one. */
   private parseInput(len: number): ParseOutcome {
