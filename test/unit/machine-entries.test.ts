@@ -88,6 +88,54 @@ describe('applyEntries', () => {
     ]);
   });
 
+  it('answers right while its memory grows, in a crossing and between crossings', () => {
+    // The host reads and writes through views of all of wasm memory, made once; growing
+    // memory detaches them, so every crossing after a growth must see fresh ones.
+    const m = machine();
+    const rec = new Recorder();
+    const log = new Log();
+    const valueJson = JSON.stringify('v'.repeat(60_000));
+    const bigPut = (key: string): Command => ({ kind: 'call', flags: { requireGrant: false },
+      call: { tenant: DEFAULT_TENANT, readBytesCeiling: 1 << 20, ops: Array.from({ length: 16 },
+        (_, i) => ({ op: 'put' as const, sentAs: 'put' as const, ns: 'big', key: `${key}-${i}`,
+          valueJson,
+          expect: null, expiry: { kind: 'forever' as const }, required: false })) } });
+    log.add(SELF, 1, incr('a'));
+    m.applyEntries(log.entries, rec);
+    const startBytes = m.memoryBytes();
+    let seq = 2;
+    let growths = 0;
+    for (let round = 0; round < 40 && growths < 3; round++) {
+      const before = m.memoryBytes();
+      const from = log.entries.length;
+      // Two entries of about 1 MB and a counter in one crossing: memory may grow between
+      // the first entry's answer and the last's.
+      log.add(SELF, seq++, bigPut(`r${round}a`)).add(SELF, seq++, bigPut(`r${round}b`))
+        .add(SELF, seq++, incr('a'));
+      m.applyEntries(log.entries.slice(from), rec);
+      if (m.memoryBytes() > before) growths++;
+      const answers = rec.heard.slice(-3);
+      expect(answers[0]).toMatch(new RegExp(`^answer ${seq - 3} 200 \\{"results":\\[\\{"index":0,` +
+        `"op":"put","applied":true,"key":"r${round}a-0"`));
+      // Versions are the store's own counter: each big entry takes 16 of them.
+      expect(answers[2]).toBe(`answer ${seq - 1} 200 {"results":[{"index":0,"op":"incr",` +
+        `"applied":true,"key":"a","value":${round + 2},"version":${33 * round + 34}}]}`);
+      // A read through the node's own path (the parser's command, answered from memory).
+      const parsed = m.parseRequest({ route: 'batch', tenant: DEFAULT_TENANT, requireGrant: false,
+        body: new TextEncoder().encode(`[{"op":"get","ns":"big","key":"r${round}b-15"}]`) });
+      if (parsed.kind !== 'command') throw new Error(parsed.detail);
+      let body = '';
+      m.readCommandInto(parsed.command, 5_000, { answered: (_h, bytes) => {
+        body = new TextDecoder().decode(bytes);
+      }, refused: (detail) => { throw new Error(detail); } });
+      expect(body.length).toBeGreaterThan(60_000);
+      expect(body.startsWith('{"results":[{"index":0,"op":"get","found":true,"key":' +
+        `"r${round}b-15","value":"vvv`)).toBe(true);
+    }
+    expect(growths).toBe(3);
+    expect(m.memoryBytes()).toBeGreaterThan(startBytes);
+  });
+
   it('applies a duplicated proposal once, on every replica alike (the counter moves once)',
     () => {
       const log = new Log().add(OTHER, 5, incr('x')).add(OTHER, 5, incr('x'))
