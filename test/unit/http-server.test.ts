@@ -16,7 +16,10 @@ const TENANT_B = '11111111-2222-3333-4444-555555555555';
 /** Tokens: "admin", "reader", "writer"; anything else is refused. */
 class FakeAuth implements Authenticator {
   enabled = false;
+  /** Each verdict takes this long, as a token's first verification does (auth.ts). */
+  delayMs = 0;
   async authenticate(header: string | undefined): Promise<AuthResult> {
+    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
     if (!this.enabled) return { ok: true, roles: new Set<Role>(['admin']) };
     const token = header?.replace(/^Bearer /, '');
     const role: Role | undefined = token === 'admin' ? 'admin' : token === 'reader' ? 'read-only'
@@ -170,6 +173,24 @@ describe('POST /api/v1/kv', () => {
       duplex: 'half' } as RequestInit);
     expect(res.status).toBe(413);
     expect(((await res.json()) as { reason: string }).reason).toBe('kv_body_too_large');
+  });
+
+  it('reads a body that arrived whole while the call waited for its verdict', async () => {
+    const env = await start();
+    env.auth.delayMs = 100;
+    const sized = await call(env, 'POST', '/api/v1/kv', [put('slow', { n: 'x'.repeat(40) })]);
+    expect(sized.status).toBe(200);
+    expect(sized.json.results[0]).toMatchObject({ op: 'put', applied: true, key: 'slow' });
+    const stream = new ReadableStream({ start(c) {
+      c.enqueue(new TextEncoder().encode('[{"op":"get",'));
+      c.enqueue(new TextEncoder().encode('"ns":"orders","key":"slow"}]'));
+      c.close();
+    } });
+    const res = await fetch(env.base + '/api/v1/kv', { method: 'POST', body: stream,
+      duplex: 'half' } as RequestInit);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ results: [{ op: 'get', found: true,
+      value: { n: 'x'.repeat(40) } }] });
   });
 
   it('reads a chunked body under the limit', async () => {
