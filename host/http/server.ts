@@ -179,19 +179,31 @@ class HttpApp {
 
   constructor(private readonly deps: HttpDeps) {}
 
-  async serve(req: Request, res: Response): Promise<void> {
+  /**
+   * A KV call runs without a Promise of its own: its route, guards and body reading are
+   * plain calls and callbacks, so the call is parsed and submitted in the callback that
+   * delivers its body's last bytes. Other routes, and a token's first verification, are
+   * asynchronous and answer through a Promise.
+   */
+  serve(req: Request, res: Response): void {
     const startedMs = performance.now();
     const method = req.method;
     const exchange = new Exchange(this, res, this.requestIdOf(req.headers['x-request-id']),
       method, matchRoute(method, req.path), startedMs);
-    let answer: Answer | null;
+    let answer: Answer | null | Promise<Answer | null>;
     try {
-      answer = await this.answer(exchange, req);
+      answer = this.answer(exchange, req);
     } catch (error) {
       // A call submitted before the failure still counts as in flight: `finish` settles it.
       answer = this.internalError(exchange, error);
     }
-    if (answer !== null) this.finish(exchange, answer);
+    if (answer instanceof Promise) {
+      answer.then((settled) => {
+        if (settled !== null) this.finish(exchange, settled);
+      }, (error: unknown) => this.finish(exchange, this.internalError(exchange, error)));
+    } else if (answer !== null) {
+      this.finish(exchange, answer);
+    }
   }
 
   /**
@@ -232,8 +244,11 @@ class HttpApp {
       `an internal error; the node logged it under request id ${exchange.requestId}`);
   }
 
-  /** The answer to send now, or null once a KV call went to the node (it answers itself). */
-  private async answer(exchange: Exchange, req: Request): Promise<Answer | null> {
+  /**
+   * The answer to send now, or a Promise of it, or null once a KV route took the exchange
+   * over (it finishes it itself, when the body is read and the node answered).
+   */
+  private answer(exchange: Exchange, req: Request): Answer | null | Promise<Answer | null> {
     const route = exchange.route;
     if (this.stopping) return SHUTTING_DOWN;
     if (route === null) return NOT_FOUND;
@@ -241,17 +256,40 @@ class HttpApp {
       return kvError('method_not_allowed', 'method_not_allowed',
         `${exchange.method} is not allowed here; allowed: ${route.allow}`);
     }
-    if (route.access !== null) {
-      const pending = this.deps.authenticator.authenticate(req.headers['authorization']);
-      const denied = this.denial(route.access, pending instanceof Promise ? await pending
-        : pending);
+    const access = route.access;
+    if (access !== null) {
+      const verdict = this.deps.authenticator.authenticate(req.headers['authorization']);
+      if (verdict instanceof Promise) {
+        return verdict.then((auth) => this.denial(access, auth) ?? this.routed(exchange, route,
+          req));
+      }
+      const denied = this.denial(access, verdict);
       if (denied !== null) return denied;
     }
+    return this.routed(exchange, route, req);
+  }
+
+  /** The route's answer once the guards let the call through. */
+  private routed(exchange: Exchange, route: RouteMatch,
+    req: Request): Answer | null | Promise<Answer | null> {
     switch (route.id) {
       case 'kvBatch':
       case 'kvPath':
       case 'transaction':
-        return this.kvRoute(exchange, route, req);
+        this.kvRoute(exchange, route, req);
+        return null;
+      default:
+        return this.otherRoute(exchange, route, req);
+    }
+  }
+
+  private async otherRoute(exchange: Exchange, route: RouteMatch,
+    req: Request): Promise<Answer | null> {
+    switch (route.id) {
+      case 'kvBatch':
+      case 'kvPath':
+      case 'transaction':
+        throw new Error(`assertion failed: ${route.id} is a KV route`);
       case 'kvTimers':
         return this.kvTimers(req);
       case 'kvQuota':
@@ -287,17 +325,34 @@ class HttpApp {
     return null;
   }
 
-  /** The KV routes: tenant (400), body, validation (400/413), then the node. */
-  private async kvRoute(exchange: Exchange, route: RouteMatch,
-    req: Request): Promise<Answer | null> {
+  /**
+   * The KV routes: tenant (400), body, validation (400/413), then the node. Takes the
+   * exchange over: it is finished here, at once or once the body is read (most path-route
+   * reads have none, and finish in this call).
+   */
+  private kvRoute(exchange: Exchange, route: RouteMatch, req: Request): void {
     const resolved = this.deps.tenants.resolve(req.headers[TENANT_HEADER]);
-    if (!resolved.ok) return kvError('kv_bad_request', 'kv_bad_tenant', resolved.detail);
+    if (!resolved.ok) {
+      this.finish(exchange, kvError('kv_bad_request', 'kv_bad_tenant', resolved.detail));
+      return;
+    }
     const tenant = resolved.tenant;
     exchange.tenant = tenant;
-    const pending = readBodyBytes(req, this.deps.config.limits.maxBodyBytes);
-    // Most path-route reads have no body: skip a microtask turn for them.
-    const body = typeof pending === 'object' && !(pending instanceof KvError) ? await pending
-      : pending;
+    readBodyBytes(req, this.deps.config.limits.maxBodyBytes, (body) => {
+      let answer: Answer | null;
+      try {
+        answer = this.kvCall(exchange, route, req, tenant, body);
+      } catch (error) {
+        // This may run in the socket's data callback, which must never see it.
+        answer = this.internalError(exchange, error);
+      }
+      if (answer !== null) this.finish(exchange, answer);
+    });
+  }
+
+  /** A KV call with its body: parsed, refused, answered at once, or submitted (null). */
+  private kvCall(exchange: Exchange, route: RouteMatch, req: Request, tenant: string,
+    body: Buffer | KvError | undefined): Answer | null {
     if (isKvError(body)) return body;
     const frame = this.frameOf(exchange, route, req, tenant, body ?? null);
     // Parsed and validated once, by the machine, into the bytes the log entry carries.
@@ -524,23 +579,37 @@ function unavailable(result: { reason: string; detail: string;
  * it crosses the limit; the rest of it is then drained, not buffered.
  */
 function readBody(req: Request,
-  maxBytes: number): undefined | KvError | Promise<string | KvError> {
-  const bytes = readBodyBytes(req, maxBytes);
-  return bytes === undefined || isKvError(bytes) ? bytes : bytes.then(utf8);
+  maxBytes: number): Promise<string | KvError | undefined> {
+  return new Promise((resolve) => {
+    readBodyBytes(req, maxBytes, (bytes) => resolve(bytes === undefined ? bytes : utf8(bytes)));
+  });
 }
 
-/** `readBody`'s bytes, as they came (the KV routes hand them to the machine's parser). */
-function readBodyBytes(req: Request,
-  maxBytes: number): undefined | KvError | Promise<Buffer | KvError> {
+/** What a body reader hands on: the body, a refusal, or undefined when none was sent. */
+type BodyDone = (body: Buffer | KvError | undefined) => void;
+
+/**
+ * `readBody`'s bytes, as they came (the KV routes hand them to the machine's parser), to
+ * `done`: in this call when there is no body to wait for, else in the callback that
+ * delivers its last bytes.
+ */
+function readBodyBytes(req: Request, maxBytes: number, done: BodyDone): void {
   const chunked = (req.headers['transfer-encoding'] ?? '').includes('chunked');
   if (!chunked) {
     const length = req.headers['content-length'];
-    if (length === undefined || length === '0') return undefined;
+    if (length === undefined || length === '0') {
+      done(undefined);
+      return;
+    }
     const declared = Number(length);
-    if (!(declared <= maxBytes)) return bodyTooLarge(maxBytes);
-    return readSized(req, declared);
+    if (!(declared <= maxBytes)) {
+      done(bodyTooLarge(maxBytes));
+      return;
+    }
+    readSized(req, declared, done);
+    return;
   }
-  return readChunked(req, maxBytes);
+  readChunked(req, maxBytes, done);
 }
 
 function utf8(buffer: Buffer | KvError): string | KvError {
@@ -584,66 +653,77 @@ const bodySlabs = new Slabs();
  * length. hyper-express's own `buffer()` made a fresh `Uint8Array` for every body, then
  * copied it into a Buffer, through two Promises: 2 to 3 µs a call on this path.
  */
-function readSized(req: Request, declared: number): Promise<Buffer | KvError> {
+function readSized(req: Request, declared: number, done: BodyDone): void {
   const parser = req as unknown as BodyParserInternals;
   if (parser._body_parser_buffered === undefined) {
     // hyper-express reads every body of a content-length above 0; this one it did not.
-    return Promise.resolve(kvError('internal_error', 'internal_error',
-      `a body of ${declared} bytes was not read`));
+    done(kvError('internal_error', 'internal_error', `a body of ${declared} bytes was not read`));
+    return;
   }
-  return new Promise((resolve) => {
-    const body = bodySlabs.take(declared);
-    let received = 0;
-    let settled = false;
-    parser._body_parser_mode = 1;
-    parser._body_parser_passthrough = (chunk, isLast) => {
-      if (settled) return;
-      if (received + chunk.byteLength > declared) {
-        // uWebSockets ends a body at its content-length; more would be a bug beneath us.
-        settled = true;
-        resolve(kvError('internal_error', 'internal_error',
-          `the body ran past its content-length of ${declared} bytes`));
-        return;
-      }
-      // The chunk is uWebSockets' own memory, valid only during this call: copied now.
-      body.set(chunk, received);
-      received += chunk.byteLength;
-      if (isLast) {
-        settled = true;
-        resolve(received === declared ? body : body.subarray(0, received));
-      }
-    };
-    parser._body_parser_flush_buffered();
-  });
+  const body = bodySlabs.take(declared);
+  let received = 0;
+  let settled = false;
+  parser._body_parser_mode = 1;
+  parser._body_parser_passthrough = (chunk, isLast) => {
+    if (settled) return;
+    if (received + chunk.byteLength > declared) {
+      // uWebSockets ends a body at its content-length; more would be a bug beneath us.
+      settled = true;
+      done(kvError('internal_error', 'internal_error',
+        `the body ran past its content-length of ${declared} bytes`));
+      return;
+    }
+    // The chunk is uWebSockets' own memory, valid only during this call: copied now.
+    body.set(chunk, received);
+    received += chunk.byteLength;
+    if (isLast) {
+      settled = true;
+      markReceived(req);
+      done(received === declared ? body : body.subarray(0, received));
+    }
+  };
+  parser._body_parser_flush_buffered();
 }
 
-function readChunked(req: Request, maxBytes: number): Promise<Buffer | KvError> {
+/**
+ * hyper-express marks a request received only after its last chunk's callback returns, and
+ * a response sent before that waits for an event it emits only to streams: an answer sent
+ * from the callback (a read, a refusal) would never leave. The body is whole here.
+ */
+function markReceived(req: Request): void {
+  (req as unknown as { received: boolean }).received = true;
+}
+
+function readChunked(req: Request, maxBytes: number, done: BodyDone): void {
   const parser = req as unknown as BodyParserInternals;
   // hyper-express reads a chunked body only when `transfer-encoding` is exactly `chunked`;
   // any other spelling leaves it unread, and it answers as an empty body. A body it did read
   // may have arrived whole while the call waited (for a token's first verification): its
   // chunks wait in the buffer, which the flush below hands over, the last one marked last.
-  if (parser._body_parser_buffered === undefined) return Promise.resolve(Buffer.alloc(0));
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let receivedBytes = 0;
-    let settled = false;
-    parser._body_parser_mode = 1;
-    parser._body_parser_passthrough = (chunk, isLast) => {
-      if (settled) return;
-      receivedBytes += chunk.byteLength;
-      if (receivedBytes > maxBytes) {
-        settled = true;
-        resolve(bodyTooLarge(maxBytes));
-        return;
-      }
-      // hyper-express copies chunks of a chunked transfer, so they outlive this callback.
-      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-      if (isLast) {
-        settled = true;
-        resolve(Buffer.concat(chunks, receivedBytes));
-      }
-    };
-    parser._body_parser_flush_buffered();
-  });
+  if (parser._body_parser_buffered === undefined) {
+    done(Buffer.alloc(0));
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let receivedBytes = 0;
+  let settled = false;
+  parser._body_parser_mode = 1;
+  parser._body_parser_passthrough = (chunk, isLast) => {
+    if (settled) return;
+    receivedBytes += chunk.byteLength;
+    if (receivedBytes > maxBytes) {
+      // Answered once the rest has arrived (hyper-express holds the answer until then).
+      settled = true;
+      done(bodyTooLarge(maxBytes));
+      return;
+    }
+    // hyper-express copies chunks of a chunked transfer, so they outlive this callback.
+    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    if (isLast) {
+      settled = true;
+      markReceived(req);
+      done(Buffer.concat(chunks, receivedBytes));
+    }
+  };
+  parser._body_parser_flush_buffered();
 }
