@@ -303,6 +303,18 @@ describe('the command and its header', () => {
       ops: [], readBytesCeiling: limits.maxReadBytes });
   });
 
+  it('each call carries its own tenant, whichever tenant the call before it named', () => {
+    // The frame writer keeps the last tenant's bytes; a change of tenant must replace them.
+    const tenants = [T, '11111111-2222-3333-4444-555555555555', T, 'ténant-ü', 'ténant-ü', T];
+    for (const tenant of tenants) {
+      expect(callOf(shared.parseRequest(batch('[{"op":"get","ns":"a","key":"k"}]',
+        { tenant }))).tenant).toBe(tenant);
+      const path = shared.parseRequest({ route: 'path', method: 'GET', rawNs: 'a', rawKey: 'k',
+        body: null, tenant, requireGrant: false });
+      expect(callOf(path).tenant).toBe(tenant);
+    }
+  });
+
   it('reads and checks only: no writes', () => {
     const out = shared.parseRequest(batch('{"operations":[{"op":"get","ns":"a","key":"k"},' +
       '{"op":"check","ns":"a","key":"k","expect":0,"required":true}]}'));
