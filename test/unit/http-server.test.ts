@@ -109,6 +109,16 @@ async function call(env: Env, method: string, path: string, body?: unknown,
   return { status: res.status, json, raw, headers: res.headers };
 }
 
+/** POSTs `pieces` as a chunked body (no content-length), one chunk each. */
+function postChunked(env: Env, pieces: readonly string[]): Promise<globalThis.Response> {
+  const stream = new ReadableStream({ start(c) {
+    for (const piece of pieces) c.enqueue(new TextEncoder().encode(piece));
+    c.close();
+  } });
+  return fetch(env.base + '/api/v1/kv', { method: 'POST', body: stream,
+    duplex: 'half' } as RequestInit);
+}
+
 const put = (key: string, value: unknown, extra: object = {}) =>
   ({ op: 'put', ns: 'orders', key, value, ttlSeconds: 60, ...extra });
 
@@ -165,12 +175,7 @@ describe('POST /api/v1/kv', () => {
     expect([key.status, key.json.reason]).toEqual([413, 'kv_key_too_large']);
     const body = await call(env, 'POST', '/api/v1/kv', '[' + ' '.repeat(5000) + ']');
     expect([body.status, body.json.reason]).toEqual([413, 'kv_body_too_large']);
-    const stream = new ReadableStream({ start(c) {
-      for (let i = 0; i < 10; i++) c.enqueue(new TextEncoder().encode(' '.repeat(1000)));
-      c.close();
-    } });
-    const res = await fetch(env.base + '/api/v1/kv', { method: 'POST', body: stream,
-      duplex: 'half' } as RequestInit);
+    const res = await postChunked(env, Array.from({ length: 10 }, () => ' '.repeat(1000)));
     expect(res.status).toBe(413);
     expect(((await res.json()) as { reason: string }).reason).toBe('kv_body_too_large');
   });
@@ -181,13 +186,7 @@ describe('POST /api/v1/kv', () => {
     const sized = await call(env, 'POST', '/api/v1/kv', [put('slow', { n: 'x'.repeat(40) })]);
     expect(sized.status).toBe(200);
     expect(sized.json.results[0]).toMatchObject({ op: 'put', applied: true, key: 'slow' });
-    const stream = new ReadableStream({ start(c) {
-      c.enqueue(new TextEncoder().encode('[{"op":"get",'));
-      c.enqueue(new TextEncoder().encode('"ns":"orders","key":"slow"}]'));
-      c.close();
-    } });
-    const res = await fetch(env.base + '/api/v1/kv', { method: 'POST', body: stream,
-      duplex: 'half' } as RequestInit);
+    const res = await postChunked(env, ['[{"op":"get",', '"ns":"orders","key":"slow"}]']);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ results: [{ op: 'get', found: true,
       value: { n: 'x'.repeat(40) } }] });
@@ -195,13 +194,7 @@ describe('POST /api/v1/kv', () => {
 
   it('reads a chunked body under the limit', async () => {
     const env = await start();
-    const stream = new ReadableStream({ start(c) {
-      c.enqueue(new TextEncoder().encode('[{"op":"get",'));
-      c.enqueue(new TextEncoder().encode('"ns":"a","key":"k"}]'));
-      c.close();
-    } });
-    const res = await fetch(env.base + '/api/v1/kv', { method: 'POST', body: stream,
-      duplex: 'half' } as RequestInit);
+    const res = await postChunked(env, ['[{"op":"get",', '"ns":"a","key":"k"}]']);
     expect(res.status).toBe(200);
   });
 });
