@@ -56,6 +56,7 @@ import {
   CheckpointSchedule, DIGEST_EVERY_DEFAULT, DivergenceError,
 } from './checkpoints.js';
 import { ChunkSender, restoreMachine, SnapshotReceiver, Snapshotter } from './snapshotter.js';
+import { SyncPlacement } from './sync-placement.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
   CallSink, KvService, MembersResult, MembersService, MembersView, NodeHealth, QuotaView,
@@ -283,6 +284,12 @@ export class Replica implements KvService, MembersService {
   private syncInFlight: Promise<void> | null = null;
   private syncsStarted = 0;
   private syncsDone = 0;
+  /** The last index the last fsync started covers: the next one covers what follows. */
+  private syncStartedThrough = 0;
+  /** Whether each fsync runs on the event loop or the thread pool. */
+  private readonly syncPlacement = new SyncPlacement();
+  private readonly endSyncTurn = (): void => this.syncPlacement.endTurn();
+  private readonly endSyncTurnSoon = (): void => this.deps.scheduler.soon(this.endSyncTurn);
   /** Messages of taken Readies waiting for the fsync numbered `afterSync`, oldest first. */
   private readonly messagesAwaitingSync: Array<{ messages: readonly Message[];
     afterSync: number }> = [];
@@ -858,7 +865,10 @@ export class Replica implements KvService, MembersService {
     this.storageDirty = false;
     const ticket = ++this.syncsStarted;
     const covered = this.lastWritten;
-    this.syncInFlight = this.deps.storage.sync().then(
+    const onLoop = this.syncPlacement.place(covered.index - this.syncStartedThrough,
+      this.endSyncTurnSoon);
+    this.syncStartedThrough = covered.index;
+    this.syncInFlight = this.deps.storage.sync({ onLoop }).then(
       () => this.onSynced(ticket, covered),
       (error: unknown) => {
         this.syncInFlight = null;

@@ -38,6 +38,7 @@ import {
 } from './snapshot-files.js';
 import {
   StorageCorruptionError, type RecoveredState, type SnapshotSink, type Storage,
+  type SyncOptions,
 } from './storage.js';
 import {
   fsyncDirectory,
@@ -251,13 +252,20 @@ export class FileStorage implements Storage {
    * share the next one. Rejects with the OS error on a failed write or fsync; the storage
    * then refuses every further call.
    */
-  sync(): Promise<void> {
+  sync(options?: SyncOptions): Promise<void> {
     try {
       this.assertUsable();
     } catch (error) {
       return Promise.reject(error);
     }
     if (this.queuedSync !== null) return this.queuedSync;
+    if (options?.onLoop === true && this.exclusiveSteps === 0) {
+      try {
+        if (this.syncOnLoop()) return Promise.resolve();
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     // With the lock free, the flush starts in this call: its write and fdatasync are handed
     // to the thread pool now, not after whatever else the caller's turn of the loop does.
     if (this.exclusiveSteps === 0) return this.exclusive(() => this.flushAll(false), true);
@@ -267,6 +275,27 @@ export class FileStorage implements Storage {
     });
     this.queuedSync = run;
     return run;
+  }
+
+  /**
+   * A small group's fdatasync on the calling thread, when nothing else must be written first
+   * (no term or vote to write, every record written through): true once durable. On this
+   * machine a thread-pool fdatasync at one connection cost a put 0.24 ms more at p50 than one
+   * on the loop (0.51 to 0.59 ms against 0.26 to 0.37): the pool thread and then the loop
+   * are woken, each an idle vCPU. It blocks the loop for the fdatasync, so the caller asks
+   * only for small groups, where nothing waiting could have used the loop meanwhile.
+   * Throws (and refuses everything after) as a failed flush does.
+   */
+  private syncOnLoop(): boolean {
+    const hardState = this.latestHardState;
+    const durable = this.durableHardState;
+    if (hardState.term !== durable.term || hardState.votedFor !== durable.votedFor) return false;
+    try {
+      return this.wal.flushOnLoop();
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
   }
 
   private async flushAll(includeCommitIndex: boolean): Promise<void> {

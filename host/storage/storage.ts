@@ -45,6 +45,11 @@ export interface SnapshotSink {
   abort(): Promise<void>;
 }
 
+/** How `sync` may run. */
+export interface SyncOptions {
+  readonly onLoop?: boolean;
+}
+
 export interface Storage {
   /**
    * Reads the directory once, at start-up. Creates an empty store if there is none.
@@ -64,8 +69,12 @@ export interface Storage {
    * term does. Call it after handing a Ready's entries and hard state over.
    */
   startWrite(): void;
-  /** Makes everything buffered durable: one write and one fsync per file touched. */
-  sync(): Promise<void>;
+  /**
+   * Makes everything buffered durable: one write and one fsync per file touched. `onLoop`:
+   * the caller's group is small, and the fdatasync may run on the calling thread when
+   * nothing but written-through records waits for it (see FileStorage.sync).
+   */
+  sync(options?: SyncOptions): Promise<void>;
   /**
    * Starts writing a snapshot of `dataBytes` bytes at `meta.index` (see SnapshotSink).
    * Rejects when it is older than the installed snapshot. Several may be under way.

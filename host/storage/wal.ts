@@ -19,7 +19,7 @@
  * Must never: write outside `<dir>/wal/`, retry a failed write or fsync, or drop a record
  * that recovery cannot prove was torn at the very end of the newest segment.
  */
-import { writeSync } from 'node:fs';
+import { fdatasyncSync, writeSync } from 'node:fs';
 import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -325,6 +325,28 @@ export class Wal {
       segment.pendingStart = cutAt;
     }
     this.lastIndexValue = index - 1;
+  }
+
+  /**
+   * `flush` on the calling thread, when all it would do is fdatasync segments whose records
+   * were written through (no buffered record, no cut, no unlink, no new file); false, having
+   * done nothing, otherwise. Throws the OS error of a failed fdatasync, which leaves the log
+   * in an unknown state as `flush` does. The caller serializes it with flushes.
+   */
+  flushOnLoop(): boolean {
+    if (this.flushing || this.totalPendingBytes !== 0 || this.unlinkQueue.length > 0) return false;
+    for (const segment of this.segments) {
+      if (segment.pendingStart < segment.fileBytes || segment.pendingBytes !== 0) return false;
+      if (segment.dirty && segment.handle === null) return false;
+    }
+    for (const segment of this.segments) {
+      if (!segment.dirty || segment.handle === null) continue;
+      segment.dirty = false;
+      const startMs = performance.now();
+      fdatasyncSync(segment.handle.fd);
+      this.observe?.((performance.now() - startMs) / 1000);
+    }
+    return true;
   }
 
   /**

@@ -1,6 +1,8 @@
 // FileStorage's log on real files: append/sync/recover, segment rolls, suffix overwrite
 // (Raft §5.3) within and across segments, the hole assertion, group commit and close.
+import fs from 'node:fs';
 import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -220,6 +222,100 @@ it('with nothing else running, a sync hands its fdatasync to the OS within the c
   await storage.close();
   expect((await recoverFresh(dir)).entries.map((e) => e.index)).toEqual([1, 2]);
 });
+
+it('a small group\'s sync may fdatasync on the loop, only when nothing else must go first',
+  async () => {
+    const dir = await freshDir();
+    const fsyncs: number[] = [];
+    const storage = new FileStorage(dir, { onFsyncSeconds: (s) => fsyncs.push(s) });
+    await storage.recover();
+    storage.setHardState({ term: 1, votedFor: 'n1', commitIndex: 0 });
+    storage.append(entries({ from: 1, terms: [1] }));
+    await storage.sync();
+    // Count fdatasyncs made on the calling thread, and those handed to the thread pool.
+    const probe = await open(join(dir, 'probe'), 'w');
+    const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
+    await probe.close();
+    const pooled = fileHandle.datasync;
+    const onLoop = fs.fdatasyncSync;
+    const calls = { pooled: 0, onLoop: 0 };
+    fileHandle.datasync = function (this: unknown) {
+      calls.pooled++;
+      return pooled.call(this);
+    };
+    fs.fdatasyncSync = (fd: number) => {
+      calls.onLoop++;
+      onLoop(fd);
+    };
+    syncBuiltinESMExports();
+    try {
+      // Written through, no new term or vote: durable before sync returns, on this thread.
+      storage.append(entries({ from: 2, terms: [1] }));
+      storage.startWrite();
+      fsyncs.length = 0;
+      const synced = storage.sync({ onLoop: true });
+      expect(calls).toEqual({ pooled: 0, onLoop: 1 });
+      expect(fsyncs).toHaveLength(1);
+      await synced;
+      // Not written through (no startWrite): the records go first, so the pool does it all.
+      storage.append(entries({ from: 3, terms: [1] }));
+      await storage.sync({ onLoop: true });
+      expect(calls.onLoop).toBe(1);
+      expect(calls.pooled).toBeGreaterThanOrEqual(1);
+      // A new term must be written (and its file fsynced) first: the pool again.
+      storage.setHardState({ term: 2, votedFor: null, commitIndex: 2 });
+      storage.append(entries({ from: 4, terms: [2] }));
+      storage.startWrite();
+      await storage.sync({ onLoop: true });
+      expect(calls.onLoop).toBe(1);
+      expect(calls.pooled).toBeGreaterThanOrEqual(2);
+      // Without the option, never on the loop.
+      storage.append(entries({ from: 5, terms: [2] }));
+      storage.startWrite();
+      await storage.sync();
+      expect(calls.onLoop).toBe(1);
+      // A vote alone (no record): nothing waits in the log, but the vote must reach the disk.
+      await new Promise((resolve) => setImmediate(resolve));
+      storage.setHardState({ term: 3, votedFor: 'n2', commitIndex: 2 });
+      await storage.sync({ onLoop: true });
+      expect(calls.onLoop).toBe(1);
+    } finally {
+      fileHandle.datasync = pooled;
+      fs.fdatasyncSync = onLoop;
+      syncBuiltinESMExports();
+    }
+    await storage.close();
+    const recovered = await recoverFresh(dir);
+    expect(recovered.entries.map((e) => e.index)).toEqual([1, 2, 3, 4, 5]);
+    expect(recovered.hardState).toMatchObject({ term: 3, votedFor: 'n2' });
+  });
+
+it('a failed fdatasync on the loop rejects the sync, and the storage refuses from then on',
+  async () => {
+    const dir = await freshDir();
+    const storage = new FileStorage(dir);
+    await storage.recover();
+    storage.append(entries({ from: 1, terms: [1] }));
+    await storage.sync();
+    // The sync's lock is let go a few microtasks after it resolves.
+    await new Promise((resolve) => setImmediate(resolve));
+    const onLoop = fs.fdatasyncSync;
+    fs.fdatasyncSync = () => {
+      throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+    };
+    syncBuiltinESMExports();
+    try {
+      storage.append(entries({ from: 2, terms: [1] }));
+      storage.startWrite();
+      await expect(storage.sync({ onLoop: true })).rejects.toThrow(/EIO/);
+    } finally {
+      fs.fdatasyncSync = onLoop;
+      syncBuiltinESMExports();
+    }
+    expect(() => storage.append(entries({ from: 3, terms: [1] }))).toThrow(/refused/);
+    await expect(storage.sync()).rejects.toThrow(/refused/);
+    await storage.close();
+  });
 
 it('a sync starts at once; syncs called while it runs share the next one', async () => {
   const fsyncs: number[] = [];
