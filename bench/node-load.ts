@@ -80,24 +80,40 @@ function runWrk(port: number, workload: Workload, connections: number,
   return { workload, connections, callsPerSec: rate, p50Ms: p50, p99Ms: p99, non2xx };
 }
 
-/** The WAL bench's single-entry append + fdatasync p50, in ms: the disk's part of a put. */
-function fdatasyncP50Ms(): number {
+/** The p50s in ms of the WAL bench's single-entry append + fdatasync: the disk's part of a put. */
+interface FdatasyncP50 {
+  /** Through the thread pool. */
+  readonly pool: number;
+  /** On the calling thread, as a node syncs a lone call (FileStorage.sync's `onLoop`). */
+  readonly onLoop: number;
+}
+
+function fdatasyncP50Ms(): FdatasyncP50 {
   const output = execFileSync(process.execPath, [join(ROOT, 'dist', 'bench', 'wal.bench.js')], {
     env: { ...process.env, BENCH_TIME_MS: '3000', BENCH_CASE: 'append+sync 1 entry' },
     encoding: 'utf8', timeout: 60_000,
   });
-  const row = output.split('\n').find((line) => line.startsWith('| append+sync 1 entry |'));
-  return Number(row?.split('|')[4]?.trim() ?? NaN);
+  const p50Of = (name: string): number => {
+    const row = output.split('\n').find((line) => line.startsWith(`| ${name} |`));
+    return Number(row?.split('|')[4]?.trim() ?? NaN);
+  };
+  return { pool: p50Of('append+sync 1 entry'), onLoop: p50Of('append+sync 1 entry on the loop') };
 }
 
-/** The one-connection target: put p50 at most the same run's fdatasync p50 + 0.1 ms. */
-function oneConnectionLine(rows: readonly Row[], fdatasyncMs: number): string {
+/**
+ * The one-connection target: put p50 at most the same run's fdatasync p50 + 0.1 ms, against
+ * the lower of the two ways to fdatasync (the disk's own cost, the stricter bar).
+ */
+function oneConnectionLine(rows: readonly Row[], fdatasync: FdatasyncP50): string {
   const put = rows.find((r) => r.workload === 'put' && r.connections === 1);
   const putMs = put?.p50Ms ?? NaN;
+  const fdatasyncMs = Math.min(fdatasync.pool, fdatasync.onLoop);
   const above = putMs - fdatasyncMs;
   return `One connection: put p50 ${putMs.toFixed(3)} ms; an append + fdatasync of one entry ` +
-    `(the WAL bench, this run, just before) p50 ${fdatasyncMs.toFixed(3)} ms; the put is ` +
-    `${above.toFixed(3)} ms above it (target: at most 0.100, ${above <= 0.1 ? 'met' : 'not met'}).`;
+    `(the WAL bench, this run, just before) p50 ${fdatasync.onLoop.toFixed(3)} ms on the ` +
+    `calling thread, ${fdatasync.pool.toFixed(3)} ms through the thread pool; the put is ` +
+    `${above.toFixed(3)} ms above the lower (target: at most 0.100, ` +
+    `${above <= 0.1 ? 'met' : 'not met'}).`;
 }
 
 async function preload(port: number): Promise<void> {
@@ -158,13 +174,13 @@ async function main(): Promise<void> {
   });
   const rows: Row[] = [];
   const bare = new Map<number, number>();
-  let fdatasyncMs = NaN;
+  let fdatasync: FdatasyncP50 = { pool: NaN, onLoop: NaN };
   try {
     await preload(node.port);
     runWrk(bareServer.port, 'bare', 64, WARMUP_S);
     runWrk(node.port, 'put', 64, WARMUP_S);
     for (const connections of [64, 1]) {
-      if (connections === 1) fdatasyncMs = fdatasyncP50Ms();
+      if (connections === 1) fdatasync = fdatasyncP50Ms();
       for (const workload of WORKLOADS) {
         const port = workload === 'bare' ? bareServer.port : node.port;
         const row = runWrk(port, workload, connections);
@@ -178,7 +194,7 @@ async function main(): Promise<void> {
     node.child.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const table = `${render(rows, bare)}\n\n${oneConnectionLine(rows, fdatasyncMs)}`;
+  const table = `${render(rows, bare)}\n\n${oneConnectionLine(rows, fdatasync)}`;
   console.log(table);
   writeResults(table);
 }

@@ -1,6 +1,7 @@
 /**
  * WAL micro benchmark: append + sync (one write and one fdatasync) of 1, 16 and 256 entries
- * of 100 bytes, on real files in a fresh directory under os.tmpdir(); plus 16 concurrent
+ * of 100 bytes, on real files in a fresh directory under os.tmpdir(); one entry also with its
+ * fdatasync on the calling thread (FileStorage.sync's `onLoop`); plus 16 concurrent
  * callers of one entry each, to show group commit sharing one fsync. Reports entries/s,
  * fsyncs/s and p50/p99 sync latency as a markdown table for bench/RESULTS.md.
  *
@@ -27,10 +28,13 @@ interface Case {
   readonly name: string;
   readonly batchEntries: number;
   readonly concurrency: number;
+  /** Written through, then fdatasynced on this thread (as a node syncs a lone call). */
+  readonly onLoop?: boolean;
 }
 
 const CASES: readonly Case[] = [
   { name: 'append+sync 1 entry', batchEntries: 1, concurrency: 1 },
+  { name: 'append+sync 1 entry on the loop', batchEntries: 1, concurrency: 1, onLoop: true },
   { name: 'append+sync 16 entries', batchEntries: 16, concurrency: 1 },
   { name: 'append+sync 256 entries', batchEntries: 256, concurrency: 1 },
   { name: `${CONCURRENT_CALLERS} callers x 1 entry`, batchEntries: 1,
@@ -69,7 +73,12 @@ async function runCase(spec: Case): Promise<Row> {
     storage.append(batch(nextIndex, spec.batchEntries, data));
     nextIndex += spec.batchEntries;
     calls += 1;
-    await storage.sync();
+    if (spec.onLoop === true) {
+      storage.startWrite();
+      await storage.sync({ onLoop: true });
+    } else {
+      await storage.sync();
+    }
   });
   const startMs = performance.now();
   await bench.run();
