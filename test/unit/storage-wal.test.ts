@@ -195,30 +195,56 @@ it('calls made before recover() or after close() are refused', async () => {
   await expect(storage.sync()).rejects.toThrow(/refused/);
 });
 
+interface FdatasyncCalls {
+  /** Handed to the thread pool (`FileHandle.datasync`). */
+  pooled: number;
+  /** Made on the calling thread (`fs.fdatasyncSync`). */
+  onLoop: number;
+}
+
+/**
+ * Runs `body` with every fdatasync counted, each still made (an fdatasync on the calling
+ * thread by `onLoop` instead, when given); both are restored after it.
+ */
+async function withFdatasyncsCounted(dir: string, body: (calls: FdatasyncCalls) => Promise<void>,
+  onLoop: (fd: number) => void = fs.fdatasyncSync): Promise<void> {
+  const probe = await open(join(dir, 'probe'), 'w');
+  const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
+  await probe.close();
+  const pooled = fileHandle.datasync;
+  const real = fs.fdatasyncSync;
+  const calls: FdatasyncCalls = { pooled: 0, onLoop: 0 };
+  fileHandle.datasync = function (this: unknown) {
+    calls.pooled++;
+    return pooled.call(this);
+  };
+  fs.fdatasyncSync = (fd: number) => {
+    calls.onLoop++;
+    onLoop(fd);
+  };
+  syncBuiltinESMExports();
+  try {
+    await body(calls);
+  } finally {
+    fileHandle.datasync = pooled;
+    fs.fdatasyncSync = real;
+    syncBuiltinESMExports();
+  }
+}
+
 it('with nothing else running, a sync hands its fdatasync to the OS within the call', async () => {
   const dir = await freshDir();
   const storage = new FileStorage(dir);
   await storage.recover();
   storage.append(entries({ from: 1, terms: [1] }));
   await storage.sync();
-  const probe = await open(join(dir, 'probe'), 'w');
-  const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
-  await probe.close();
-  const original = fileHandle.datasync;
-  let calls = 0;
-  fileHandle.datasync = function (this: unknown) {
-    calls++;
-    return original.call(this);
-  };
-  try {
+  await withFdatasyncsCounted(dir, async (calls) => {
     storage.append(entries({ from: 2, terms: [1] }));
     storage.startWrite();
     const synced = storage.sync();
-    expect(calls).toBe(1);
+    expect(calls.pooled).toBe(1);
     await synced;
-  } finally {
-    fileHandle.datasync = original;
-  }
+  });
   await storage.close();
   expect((await recoverFresh(dir)).entries.map((e) => e.index)).toEqual([1, 2]);
 });
@@ -232,23 +258,7 @@ it('a small group\'s sync may fdatasync on the loop, only when nothing else must
     storage.setHardState({ term: 1, votedFor: 'n1', commitIndex: 0 });
     storage.append(entries({ from: 1, terms: [1] }));
     await storage.sync();
-    // Count fdatasyncs made on the calling thread, and those handed to the thread pool.
-    const probe = await open(join(dir, 'probe'), 'w');
-    const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
-    await probe.close();
-    const pooled = fileHandle.datasync;
-    const onLoop = fs.fdatasyncSync;
-    const calls = { pooled: 0, onLoop: 0 };
-    fileHandle.datasync = function (this: unknown) {
-      calls.pooled++;
-      return pooled.call(this);
-    };
-    fs.fdatasyncSync = (fd: number) => {
-      calls.onLoop++;
-      onLoop(fd);
-    };
-    syncBuiltinESMExports();
-    try {
+    await withFdatasyncsCounted(dir, async (calls) => {
       // Written through, no new term or vote: durable before sync returns, on this thread.
       storage.append(entries({ from: 2, terms: [1] }));
       storage.startWrite();
@@ -279,11 +289,7 @@ it('a small group\'s sync may fdatasync on the loop, only when nothing else must
       storage.setHardState({ term: 3, votedFor: 'n2', commitIndex: 2 });
       await storage.sync({ onLoop: true });
       expect(calls.onLoop).toBe(1);
-    } finally {
-      fileHandle.datasync = pooled;
-      fs.fdatasyncSync = onLoop;
-      syncBuiltinESMExports();
-    }
+    });
     await storage.close();
     const recovered = await recoverFresh(dir);
     expect(recovered.entries.map((e) => e.index)).toEqual([1, 2, 3, 4, 5]);
@@ -299,19 +305,15 @@ it('a failed fdatasync on the loop rejects the sync, and the storage refuses fro
     await storage.sync();
     // The sync's lock is let go a few microtasks after it resolves.
     await new Promise((resolve) => setImmediate(resolve));
-    const onLoop = fs.fdatasyncSync;
-    fs.fdatasyncSync = () => {
+    const failing = (): void => {
       throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
     };
-    syncBuiltinESMExports();
-    try {
+    await withFdatasyncsCounted(dir, async (calls) => {
       storage.append(entries({ from: 2, terms: [1] }));
       storage.startWrite();
       await expect(storage.sync({ onLoop: true })).rejects.toThrow(/EIO/);
-    } finally {
-      fs.fdatasyncSync = onLoop;
-      syncBuiltinESMExports();
-    }
+      expect(calls).toEqual({ pooled: 0, onLoop: 1 });
+    }, failing);
     expect(() => storage.append(entries({ from: 3, terms: [1] }))).toThrow(/refused/);
     await expect(storage.sync()).rejects.toThrow(/refused/);
     await storage.close();
