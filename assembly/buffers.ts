@@ -25,9 +25,16 @@ export function ensureInput(bytes: usize): usize {
   return inputPtr;
 }
 
-function ensureOutput(extra: usize): void {
-  let need = outputLen + extra;
-  if (need <= outputCap) return;
+/**
+ * Makes room for `extra` more output bytes. Inlined: it runs for every byte, word and string
+ * an answer or a command writes, and it grows the region only once in a long while.
+ */
+// @ts-ignore: decorator
+@inline function ensureOutput(extra: usize): void {
+  if (outputLen + extra > outputCap) growOutput(outputLen + extra);
+}
+
+function growOutput(need: usize): void {
   let cap = max(outputCap << 1, max(need, REGION_BYTES_MIN));
   outputPtr = outputPtr == 0 ? heap.alloc(cap) : heap.realloc(outputPtr, cap);
   outputCap = cap;
@@ -86,7 +93,8 @@ export function putString(s: string): void {
 }
 
 /** Reserves `len` raw bytes and returns their address (valid until the next put). */
-export function reserveRaw(len: usize): usize {
+// @ts-ignore: decorator
+@inline export function reserveRaw(len: usize): usize {
   ensureOutput(len);
   let at = outputPtr + outputLen;
   outputLen += len;
@@ -159,8 +167,26 @@ export class Reader {
     return v;
   }
 
-  /** A u32 length, then that many bytes, at most `maxLen`. Returns the bytes' address. */
-  bytes(maxLen: u32, what: string): usize {
+  /**
+   * A u32 length, then that many bytes, at most `maxLen`. Returns the bytes' address.
+   * Inlined for the common case (the bytes are there); `bytesChecked` decides the rest.
+   */
+  // @ts-ignore: decorator
+  @inline bytes(maxLen: u32, what: string): usize {
+    let pos = this.pos;
+    if (!this.failed && this.end - pos >= 4) {
+      let len = load<u32>(pos);
+      if (len <= maxLen && this.end - pos - 4 >= <usize>len) {
+        this.lastLen = len;
+        this.pos = pos + 4 + <usize>len;
+        return pos + 4;
+      }
+    }
+    return this.bytesChecked(maxLen, what);
+  }
+
+  /** `bytes`, step by step: fails the reader with the reason when the bytes are not there. */
+  bytesChecked(maxLen: u32, what: string): usize {
     let len = this.u32();
     if (this.failed) return 0;
     if (len > maxLen) {

@@ -5,6 +5,7 @@
  * where sixteen bytes remain. Everything here reads between a
  * position and an `end` it is given, never past it; nothing allocates.
  */
+import { spanEnd } from './spans';
 
 const ONES: u64 = 0x0101010101010101;
 const HIGHS: u64 = 0x8080808080808080;
@@ -151,6 +152,8 @@ export function valueEnd(p: usize, end: usize): usize {
   let c = <u32>load<u8>(p);
   if (c == QUOTE) return stringEnd(p, end);
   if (c != 0x7b && c != 0x5b) return scalarEnd(p, end);
+  let known = spanEnd(p);
+  if (known != 0) return known;
   let depth = 0;
   while (p < end) {
     c = <u32>load<u8>(p);

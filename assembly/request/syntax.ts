@@ -12,6 +12,7 @@
  */
 import { JSON_DEPTH_MAX } from '../abi';
 import { skipWs, plainRunStrict, hexValue, QUOTE, BACKSLASH } from './scan';
+import { resetSpans, noteSpan } from './spans';
 
 export const SYNTAX_OK: i32 = 0;
 export const SYNTAX_ERROR: i32 = 1;
@@ -129,6 +130,8 @@ function memberHead(p: usize, end: usize): usize {
 /** Depth reached by the current pass and whether it ever passed JSON_DEPTH_MAX. */
 let depth: usize = 0;
 let tooDeep = false;
+/** Where the open container at depth 2 (a member or element of the root) starts. */
+let openAtDepth2: usize = 0;
 
 /**
  * A value starts at p. Opens containers (and their first member's head) until a scalar or
@@ -141,9 +144,12 @@ function valueAfter(p: usize, end: usize): usize {
     if (c != 0x7b && c != 0x5b) return scalarAfter(p, end);
     depth++;
     if (depth > <usize>JSON_DEPTH_MAX) tooDeep = true;
+    if (depth == 2) openAtDepth2 = p;
     push(depth, c == 0x7b);
+    let open = p;
     p = skipWs(p + 1, end);
     if (p < end && <u32>load<u8>(p) == c + 2) { // `}` is `{` + 2, `]` is `[` + 2
+      if (depth == 2) noteSpan(open, p + 1);
       depth--;
       return p + 1;
     }
@@ -158,6 +164,7 @@ function valueAfter(p: usize, end: usize): usize {
 export function checkSyntax(start: usize, end: usize): i32 {
   depth = 0;
   tooDeep = false;
+  resetSpans(start, end);
   let p = valueAfter(skipWs(start, end), end);
   while (p != FAIL) {
     p = skipWs(p, end);
@@ -173,6 +180,7 @@ export function checkSyntax(start: usize, end: usize): i32 {
       if (inObject) p = memberHead(p, end);
       if (p != FAIL) p = valueAfter(p, end);
     } else if (c == (inObject ? <u32>0x7d : <u32>0x5d)) {
+      if (depth == 2) noteSpan(openAtDepth2, p + 1);
       depth--;
       p++;
     } else return SYNTAX_ERROR;

@@ -315,6 +315,28 @@ describe('the command and its header', () => {
     }
   });
 
+  it('the walk steps over containers beside the operations, whatever they hold', () => {
+    // The root's walk jumps over each container member to where the syntax pass saw it end;
+    // containers holding brackets in strings, empty ones, nested ones and a second
+    // `operations` (the last wins) must land it on the next member every time.
+    const ops = '[{"op":"put","ns":"a","key":"k","value":{"v":[1,"]}"]},"forever":true}]';
+    const plain = callOf(shared.parseRequest(batch(`{"operations":${ops}}`)));
+    const bodies = [
+      `{"x":{"a":[1,{"b":"}]"}]},"operations":${ops},"y":[]}`,
+      `{"e":{},"operations":[],"f":[[],{}],"operations":${ops}}`,
+      `{ "operations" : ${ops.replace(/,/g, ' , ')} , "z" : [ "[" , { } ] }`,
+      `{"operations":[{"op":"get","ns":"a","key":"other"}],"w":[{"x":"\\"]"}],"operations":${ops}}`,
+    ];
+    for (const body of bodies) {
+      const outcome = shared.parseRequest(batch(body));
+      expect(callOf(outcome).ops, body).toEqual(plain.ops);
+      expect(refusalOf(outcome), body).toBe(refusalOf(referenceParse(batch(body), limits)));
+    }
+    // A bare array: each operation sits at the depth the spans note.
+    const bare = shared.parseRequest(batch(`[{"op":"get","ns":"a","key":"k"},${ops.slice(1)}`));
+    expect(callOf(bare).ops.map((op) => op.op)).toEqual(['get', 'put']);
+  });
+
   it('reads and checks only: no writes', () => {
     const out = shared.parseRequest(batch('{"operations":[{"op":"get","ns":"a","key":"k"},' +
       '{"op":"check","ns":"a","key":"k","expect":0,"required":true}]}'));
