@@ -157,7 +157,12 @@ export interface WalRecovery {
 }
 
 function assertion(condition: boolean, message: string): asserts condition {
-  if (!condition) throw new Error(`assertion failed: ${message}`);
+  if (!condition) assertionFailed(message);
+}
+
+/** For hot paths: test first, then build the message only for the failure. */
+function assertionFailed(message: string): never {
+  throw new Error(`assertion failed: ${message}`);
 }
 
 export class Wal {
@@ -208,13 +213,18 @@ export class Wal {
   append(entries: readonly Entry[]): void {
     const first = entries[0];
     if (first === undefined) return;
-    assertion(first.index > this.floorIndex,
-      `append at ${first.index} overwrites the snapshot at ${this.floorIndex}`);
-    assertion(first.index <= this.lastIndexValue + 1,
-      `append at ${first.index} leaves a hole after ${this.lastIndexValue}`);
-    entries.forEach((entry, i) => {
-      assertion(entry.index === first.index + i, `batch index ${entry.index} is not contiguous`);
-    });
+    // The tests come before the messages: this runs for every Ready, and a message with a
+    // number in it costs a conversion and a concatenation each time it is built.
+    if (first.index <= this.floorIndex) {
+      assertionFailed(`append at ${first.index} overwrites the snapshot at ${this.floorIndex}`);
+    }
+    if (first.index > this.lastIndexValue + 1) {
+      assertionFailed(`append at ${first.index} leaves a hole after ${this.lastIndexValue}`);
+    }
+    for (let i = 1; i < entries.length; i++) {
+      const index = entries[i]!.index;
+      if (index !== first.index + i) assertionFailed(`batch index ${index} is not contiguous`);
+    }
     const frames = entries.map(encodeRecord);
     const frameBytes = frames.reduce((sum, frame) => sum + frame.byteLength, 0);
     const headerBytes = SEGMENT_HEADER_BYTES * frames.length;
@@ -267,7 +277,9 @@ export class Wal {
       (tail.offsets.length > 0 && tailBytes + frame.byteLength > this.segmentBytesMax)) {
       tail = this.roll(index);
     }
-    assertion(tail.firstIndex + tail.offsets.length === index, `record ${index} out of place`);
+    if (tail.firstIndex + tail.offsets.length !== index) {
+      assertionFailed(`record ${index} out of place`);
+    }
     tail.offsets.push(tail.pendingStart + tail.pendingBytes);
     tail.pendingChunks.push(frame);
     tail.pendingBytes += frame.byteLength;
