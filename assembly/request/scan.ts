@@ -201,6 +201,8 @@ export function utf8Sequence(p: usize, end: usize): i32 {
 export function isUtf8(p: usize, len: i32): bool {
   let end = p + <usize>len;
   while (p < end) {
+    // Names are mostly ASCII: eight bytes at a time while no byte has its high bit set.
+    if (p + 8 <= end && (load<u64>(p) & HIGHS) == 0) { p += 8; continue; }
     if (load<u8>(p) < 0x80) { p++; continue; }
     let n = utf8Sequence(p, end);
     if (n < 0) return false;

@@ -463,6 +463,14 @@ describe('reads', () => {
     h.ok([put('k', '1')], { tenant: 't1' });
     expect(h.read([get('k')], { tenant: 't2' })[0]).toMatchObject({ found: false });
     expect(h.read([getPrefix('k')], { tenant: 't2' })[0]).toMatchObject({ rows: [] });
+    // The machine remembers the last call's tenant by its bytes: tenants of one length that
+    // differ in one byte, early or late, must never pass for each other.
+    const uuids = ['00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000002',
+      '10000000-0000-0000-0000-000000000001'];
+    for (const [i, tenant] of uuids.entries()) h.ok([put('u', String(i))], { tenant });
+    for (const [i, tenant] of [...uuids.entries(), ...uuids.entries()]) {
+      expect(h.read([get('u')], { tenant })[0]).toMatchObject({ valueJson: String(i) });
+    }
   });
 });
 
