@@ -17,7 +17,7 @@ import { paused, tenants, tenantIdOfBytes } from './state';
 import {
   Op, applyPut, applyDelete, applyIncr, evalCheck, journalReset, journalUndo, setJournaling,
 } from './ops';
-import { ops, opCount, decodeOps } from './decode';
+import { ops, opAt, opCount, decodeOps } from './decode';
 import { warmKeys, WARM_CHUNK, WARM_OPS_MIN } from './warm';
 import { startReads, emitGet, emitGetMany, emitGetPrefix } from './reads';
 import {
@@ -96,7 +96,7 @@ export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool,
   if (!rd.failed && ceiling < 0) rd.fail('bad read ceiling');
   let hasWrites = false;
   for (let i = 0; i < opCount && !rd.failed; i++) {
-    if (isWrite(unchecked(ops[i]).code)) hasWrites = true;
+    if (isWrite(opAt(i).code)) hasWrites = true;
   }
   if (!rd.failed && hasWrites && !logged) rd.fail('writes in a read call');
   if (rd.failed) { emitInvalid(rd.why); return; }
@@ -121,7 +121,7 @@ export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool,
   failed = runRequiredChecks(tid, timeMs, failed);
   if (failed >= 0) {
     journalUndo();
-    let op = unchecked(ops[failed]);
+    let op = opAt(failed);
     if (answered) {
       answerPrecondition(callShape, callTransactionIdPtr, callTransactionIdLen, failed,
         op.reason, reportedValuePtr(op), reportedValueLen(op), reportedVersion(op));
@@ -144,7 +144,7 @@ export function runCall(rd: Reader, kind: i32, timeMs: i64, logged: bool,
 function mayUndo(tid: i32): bool {
   if (tid >= 0 && unchecked(tenants[tid]).quota != null) return true;
   for (let i = 0; i < opCount; i++) {
-    if ((unchecked(ops[i]).flags & FLAG_REQUIRED) != 0) return true;
+    if ((opAt(i).flags & FLAG_REQUIRED) != 0) return true;
   }
   return false;
 }
@@ -161,7 +161,7 @@ function runWrites(tid: i32, timeMs: i64): i32 {
   let warm = tid >= 0 && opCount >= WARM_OPS_MIN;
   for (let i = 0; i < opCount; i++) {
     if (warm && i % WARM_CHUNK == 0) warmKeys(ops, i, opCount, tid);
-    let op = unchecked(ops[i]);
+    let op = opAt(i);
     let code = op.code;
     if (code == OP_PUT) applyPut(op, tid, timeMs);
     else if (code == OP_DELETE) applyDelete(op, tid, timeMs);
@@ -176,7 +176,7 @@ function runWrites(tid: i32, timeMs: i64): i32 {
 function runRequiredChecks(tid: i32, timeMs: i64, failed: i32): i32 {
   let end = failed >= 0 ? failed : opCount;
   for (let i = 0; i < end; i++) {
-    let op = unchecked(ops[i]);
+    let op = opAt(i);
     if (op.code != OP_CHECK || (op.flags & FLAG_REQUIRED) == 0) continue;
     evalCheck(op, tid, timeMs);
     if (!op.applied) return i;
@@ -204,7 +204,7 @@ function emitResults(tid: i32, timeMs: i64, ceiling: i64): void {
   openResults(shape, callTransactionIdPtr, callTransactionIdLen);
   startReads(ceiling);
   for (let i = 0; i < opCount; i++) {
-    let op = unchecked(ops[i]);
+    let op = opAt(i);
     let code = op.code;
     if (i > 0) putByte(0x2c);
     putElementHead(shape, i, code, op.flags);

@@ -14,6 +14,16 @@ import { isJsonNumber } from './decimal';
 
 /** Decoded ops of the current command; only the first `opCount` are meaningful. */
 export const ops = new Array<Op>();
+
+/**
+ * `ops[i]` for i below `ops.length`: a load. `unchecked(ops[i])` compiles to a call of the
+ * array's `__uget`, which the collector's shadow stack keeps out of line (a frame pushed,
+ * checked and popped per op, several times an op).
+ */
+// @ts-ignore: decorator
+@inline export function opAt(i: i32): Op {
+  return changetype<Op>(load<usize>(ops.dataStart + (<usize>i << alignof<usize>())));
+}
 export let opCount: i32 = 0;
 /** Keys of every getMany of the current command. */
 export const manyPtr = new Array<usize>();
@@ -121,7 +131,7 @@ export function decodeOps(rd: Reader): bool {
   if (count < 0 || count > OPS_PER_CALL_MAX) { rd.fail('too many ops'); return false; }
   while (ops.length < count) ops.push(new Op());
   for (let i = 0; i < count; i++) {
-    decodeOp(rd, unchecked(ops[i]));
+    decodeOp(rd, opAt(i));
     if (rd.failed) return false;
   }
   opCount = count;

@@ -50,11 +50,27 @@ export function putDecimal(v: i64): void {
     putByte(0x2d);
     v = -v;
   }
+  // Most are far below 2^32, where a division by ten is a multiplication: a 64-bit division
+  // is not, and there are two per digit.
+  if (v <= <i64>u32.MAX_VALUE) {
+    putSmallDecimal(<u32>v);
+    return;
+  }
   let digits = 1;
   for (let t = v; t >= 10; t /= 10) digits++;
   let at = reserveRaw(<usize>digits);
   for (let i = digits - 1; i >= 0; i--) {
     store<u8>(at + <usize>i, <u8>(0x30 + <i32>(v % 10)));
+    v /= 10;
+  }
+}
+
+function putSmallDecimal(v: u32): void {
+  let digits = 1;
+  for (let t = v; t >= 10; t /= 10) digits++;
+  let at = reserveRaw(<usize>digits);
+  for (let i = digits - 1; i >= 0; i--) {
+    store<u8>(at + <usize>i, <u8>(0x30 + v % 10));
     v /= 10;
   }
 }
