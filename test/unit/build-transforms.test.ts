@@ -1,9 +1,10 @@
 /**
  * The build's transforms of the compiled module (scripts/stack-frame-stores.mjs,
- * scripts/short-copies.mjs): a small program compiled with them as the machine is. Copies of
- * every size up to 40 bytes, overlapping either way, give the bytes `memmove` gives; no
- * shadow-stack frame is zeroed by `memory.fill`, and the program's frames still hold what a
- * collection must see.
+ * scripts/unread-frames.mjs, scripts/short-copies.mjs): a small program compiled with them as
+ * the machine is. Copies of every size up to 40 bytes, overlapping either way, give the bytes
+ * `memmove` gives; no shadow-stack frame is zeroed by `memory.fill`; a function the collector
+ * can never see running has no frame, and every function it can see keeps one that holds what
+ * a collection must see.
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -16,6 +17,9 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const { StackFrameStores } = (await import(
   pathToFileURL(join(ROOT, 'scripts', 'stack-frame-stores.mjs')).href)) as {
   StackFrameStores: new () => object };
+const { UnreadFrames } = (await import(
+  pathToFileURL(join(ROOT, 'scripts', 'unread-frames.mjs')).href)) as {
+  UnreadFrames: new () => object };
 const { ShortCopies } = (await import(
   pathToFileURL(join(ROOT, 'scripts', 'short-copies.mjs')).href)) as {
   ShortCopies: new () => object };
@@ -41,6 +45,28 @@ export function late(n: i32): i32 {
   __collect();
   return a.length + b.length + c.length + d.length + e.length;
 }
+class Box { text: string = ''; next: Box | null = null; }
+const kept = new Box();
+// Holds managed references but calls nothing that allocates: no collection can run while it
+// does, so nothing ever reads a frame of it.
+export function leaf(): i32 {
+  let box = kept;
+  let text = box.text;
+  return text.length + (box.next == null ? 0 : 1);
+}
+// Allocates, so it may collect; a function that only calls it may collect too.
+function shout(s: string): string { return s + '!'; }
+function twice(s: string): string { return shout(shout(s)); }
+// Holds strings across a leaf, an allocation two calls down and collections.
+export function across(n: i32): i32 {
+  let a = 'y' + n.toString();
+  let before = leaf();
+  let b = twice(a);
+  __collect();
+  let c = twice(b);
+  __collect();
+  return before + a.length + b.length + c.length;
+}
 `;
 
 async function compile(): Promise<{ exports: Record<string, unknown>; text: string }> {
@@ -51,7 +77,7 @@ async function compile(): Promise<{ exports: Record<string, unknown>; text: stri
     readFile: (name: string) => (name === 'input.ts' ? SOURCE : null),
     writeFile: (name: string, contents: string | Uint8Array) => { out[name] = contents; },
     listFiles: () => [],
-    transforms: [StackFrameStores, ShortCopies],
+    transforms: [StackFrameStores, UnreadFrames, ShortCopies],
   } as unknown as Parameters<typeof asc.main>[1]);
   if (error) throw error;
   const instance = new Wasm.Instance(new Wasm.Module(out['out.wasm'] as Uint8Array), {
@@ -99,6 +125,27 @@ describe('the build transforms', async () => {
     expect(top).toBeGreaterThan(1024);
     new Uint8Array(memory.buffer, top - 1024, 1024).fill(0xff);
     expect((exports['late'] as (n: number) => number)(7)).toBe(2 + 2 + 4 + 6 + 8);
+  });
+
+  it('give no frame to a function the collector cannot see running, and keep the others\'', () => {
+    const bodyOf = (name: string): string => {
+      const at = text.indexOf(`(func $input/${name} `);
+      expect(at, name).toBeGreaterThanOrEqual(0);
+      const end = text.indexOf('\n (func ', at + 1);
+      return text.slice(at, end < 0 ? undefined : end);
+    };
+    const framed = (name: string): boolean => bodyOf(name).includes('__stack_pointer');
+    expect(framed('leaf')).toBe(false);
+    expect(framed('across')).toBe(true);
+    expect(framed('frames')).toBe(true);
+    expect(framed('late')).toBe(true);
+    expect((exports['leaf'] as () => number)()).toBe(0);
+  });
+
+  it('keep what a collection must see when the allocation is calls away', () => {
+    const across = exports['across'] as (n: number) => number;
+    // 'y7' (2), 'y7!!' (4), 'y7!!!!' (6); a string collected under it would read as garbage.
+    for (let round = 0; round < 20; round++) expect(across(7)).toBe(2 + 4 + 6);
   });
 
   it('keep what a collection must see in zeroed frames', () => {
