@@ -107,8 +107,13 @@ export class Reader {
   pos: usize;
   end: usize;
   failed: bool = false;
-  /** The first thing that was wrong, for the `invalid` detail. */
-  why: string = '';
+  /**
+   * The first thing that was wrong, for the `invalid` detail, in two parts joined only when
+   * read: a failure allocates nothing, so a function that can only fail this way never
+   * reaches the collector (scripts/unread-frames.mjs gives it no frame).
+   */
+  private whyHead: string = '';
+  private whyTail: string = '';
 
   constructor(start: usize, len: usize) {
     this.pos = start;
@@ -120,15 +125,30 @@ export class Reader {
     this.pos = start;
     this.end = start + len;
     this.failed = false;
-    this.why = '';
+    this.clearWhy();
     this.lastLen = 0;
     return this;
   }
 
+  get why(): string {
+    return this.whyTail.length == 0 ? this.whyHead : this.whyHead + this.whyTail;
+  }
+
+  clearWhy(): void {
+    this.whyHead = '';
+    this.whyTail = '';
+  }
+
   fail(why: string): void {
+    this.failParts(why, '');
+  }
+
+  /** `fail(head + tail)`, joined when the reason is read. */
+  failParts(head: string, tail: string): void {
     if (!this.failed) {
       this.failed = true;
-      this.why = why;
+      this.whyHead = head;
+      this.whyTail = tail;
     }
     this.pos = this.end;
   }
@@ -190,7 +210,7 @@ export class Reader {
     let len = this.u32();
     if (this.failed) return 0;
     if (len > maxLen) {
-      this.fail(what + ' too long');
+      this.failParts(what, ' too long');
       return 0;
     }
     if (!this.has(<usize>len)) return 0;

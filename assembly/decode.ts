@@ -37,7 +37,7 @@ function noNul(p: usize, len: i32): bool {
 function readKey(rd: Reader, what: string): usize {
   let p = rd.bytes(<u32>KEY_BYTES_MAX, what);
   if (rd.failed) return 0;
-  if (rd.lastLen == 0 || !noNul(p, rd.lastLen)) rd.fail('bad ' + what);
+  if (rd.lastLen == 0 || !noNul(p, rd.lastLen)) rd.failParts('bad ', what);
   return p;
 }
 
@@ -45,18 +45,22 @@ function readKey(rd: Reader, what: string): usize {
 function readNumber(rd: Reader, what: string, present: bool): usize {
   let p = rd.bytes(<u32>VALUE_BYTES_MAX, what);
   if (rd.failed || !present) return 0;
-  if (!isJsonNumber(p, <i32>rd.lastLen)) rd.fail('bad ' + what);
+  if (!isJsonNumber(p, <i32>rd.lastLen)) rd.failParts('bad ', what);
   return p;
 }
 
 function readSafeNonNegative(rd: Reader, what: string): i64 {
   let v = rd.i64();
-  if (v < 0 || v > SAFE_INTEGER_MAX) rd.fail('bad ' + what);
+  if (v < 0 || v > SAFE_INTEGER_MAX) rd.failParts('bad ', what);
   return v;
 }
 
-/** Decodes one op into `op`; `rd.failed` tells whether it was well-formed. */
-function decodeOp(rd: Reader, op: Op): void {
+/**
+ * Decodes one op into `op`; `rd.failed` tells whether it was well-formed. True when it is a
+ * getMany whose keys follow: the caller decodes them (`decodeMany` may grow an array, and so
+ * reach the collector; everything here allocates nothing, so it runs without a frame).
+ */
+function decodeOp(rd: Reader, op: Op): bool {
   op.code = rd.u8();
   op.flags = rd.u8();
   op.applied = false;
@@ -64,10 +68,10 @@ function decodeOp(rd: Reader, op: Op): void {
   op.resZero = false;
   op.nsPtr = rd.bytes(<u32>NS_BYTES_MAX, 'namespace');
   op.nsLen = <i32>rd.lastLen;
-  if (rd.failed) return;
-  if (op.nsLen == 0 || !noNul(op.nsPtr, op.nsLen)) { rd.fail('bad namespace'); return; }
+  if (rd.failed) return false;
+  if (op.nsLen == 0 || !noNul(op.nsPtr, op.nsLen)) { rd.fail('bad namespace'); return false; }
   let code = op.code;
-  if (code == OP_GET_MANY) { decodeMany(rd, op); return; }
+  if (code == OP_GET_MANY) return true;
   if (code == OP_GET_PREFIX) {
     op.keyPtr = readKey(rd, 'prefix');
     op.keyLen = <i32>rd.lastLen;
@@ -75,9 +79,9 @@ function decodeOp(rd: Reader, op: Op): void {
     op.afterLen = <i32>rd.lastLen;
     op.limit = <i32>rd.u32();
     if (op.limit < 1 || op.limit > KEYS_PER_CALL_MAX) rd.fail('bad limit');
-    return;
+    return false;
   }
-  if (code < OP_GET || code > OP_INCR) { rd.fail('unknown op'); return; }
+  if (code < OP_GET || code > OP_INCR) { rd.fail('unknown op'); return false; }
   op.keyPtr = readKey(rd, 'key');
   op.keyLen = <i32>rd.lastLen;
   if (code == OP_PUT) {
@@ -93,6 +97,7 @@ function decodeOp(rd: Reader, op: Op): void {
     op.maxLen = <i32>rd.lastLen;
   }
   decodeTail(rd, op);
+  return false;
 }
 
 /** expect and ttl, present in every put/delete/incr/check; get ends before them. */
@@ -131,7 +136,8 @@ export function decodeOps(rd: Reader): bool {
   if (count < 0 || count > OPS_PER_CALL_MAX) { rd.fail('too many ops'); return false; }
   while (ops.length < count) ops.push(new Op());
   for (let i = 0; i < count; i++) {
-    decodeOp(rd, opAt(i));
+    let op = opAt(i);
+    if (decodeOp(rd, op)) decodeMany(rd, op);
     if (rd.failed) return false;
   }
   opCount = count;

@@ -72,7 +72,7 @@ export function readFrame(start: usize, len: usize): string {
   rd.pos = start;
   rd.end = start + len;
   rd.failed = false;
-  rd.why = '';
+  rd.clearWhy();
   readHeader(rd);
   readStrings(rd);
   let bodyLen = rd.u32();

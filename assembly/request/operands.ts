@@ -12,7 +12,7 @@ import {
   readNumber, numNeg, numIsInteger, numMagnitude, numOverflows, numFitsOperand,
   writeCanonical, canonicalLength,
 } from './numbers';
-import { refuseAt, refuseBadTtl } from './refusal';
+import { refuseAt, refuseBadTtl, refuseFractionDigits, refuseNotFinite } from './refusal';
 import { openString, commitString, writeString } from './command';
 import { OPERAND_FRACTION_DIGITS_MAX } from '../abi';
 
@@ -102,11 +102,9 @@ export function writeDecimal(p: usize, name: string, needed: bool): bool {
     readNumber(p, bodyEnd);
     finite = !numOverflows();
   }
-  if (!finite) return refuseAt('kv_bad_request', name + ' must be a finite number');
-  if (!numFitsOperand()) {
-    return refuseAt('kv_bad_request', name + ' has more than ' +
-      OPERAND_FRACTION_DIGITS_MAX.toString() + ' digits after the point');
-  }
+  // Refusals composed in the refusal's own buffer: this path allocates nothing.
+  if (!finite) return refuseNotFinite(name);
+  if (!numFitsOperand()) return refuseFractionDigits(name, OPERAND_FRACTION_DIGITS_MAX);
   let len = canonicalLength();
   let written = writeCanonical(openString(len));
   assert(written == len, 'canonical length');

@@ -47,8 +47,18 @@ function bytes(p: usize, len: i32): void {
   detailLen += <usize>len;
 }
 
+/** `v` in decimal, as `v.toString()` writes it, without allocating a string. */
 function int(v: i64): void {
-  text(v.toString());
+  room(20);
+  let u: u64 = v < 0 ? <u64>0 - <u64>v : <u64>v;
+  if (v < 0) store<u8>(detail + detailLen++, 0x2d);
+  let digits = 1;
+  for (let rest = u / 10; rest != 0; rest /= 10) digits++;
+  for (let i = digits - 1; i >= 0; i--) {
+    store<u8>(detail + detailLen + <usize>i, <u8>(0x30 + <u32>(u % 10)));
+    u /= 10;
+  }
+  detailLen += <usize>digits;
 }
 
 const HEX = '0123456789abcdef';
@@ -129,6 +139,23 @@ export function refuseTooDeep(): bool {
 /** 400 `reason` with the detail `<at>: <d>`. */
 export function refuseAt(r: string, d: string): bool {
   if (begin(STATUS_BAD_REQUEST, r)) { at(); text(': '); text(d); }
+  return false;
+}
+
+/** 400 kv_bad_request `<at>: <name> must be a finite number`. */
+export function refuseNotFinite(name: string): bool {
+  if (begin(STATUS_BAD_REQUEST, 'kv_bad_request')) {
+    at(); text(': '); text(name); text(' must be a finite number');
+  }
+  return false;
+}
+
+/** 400 kv_bad_request `<at>: <name> has more than <digits> digits after the point`. */
+export function refuseFractionDigits(name: string, digits: i32): bool {
+  if (begin(STATUS_BAD_REQUEST, 'kv_bad_request')) {
+    at(); text(': '); text(name); text(' has more than '); int(digits);
+    text(' digits after the point');
+  }
   return false;
 }
 
