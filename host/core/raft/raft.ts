@@ -602,7 +602,7 @@ class Raft implements RaftCore {
   /** Starts a pre-vote, an election, or an election forced by TimeoutNow. */
   private campaign(kind: 'preVote' | 'election' | 'transfer'): void {
     // Learners, joining nodes and removed members never campaign (thesis §4.2.1, §4.2.2).
-    if (!this.isVoter(this.id)) return;
+    if (!this.mayCampaign()) return;
     const pre = kind === 'preVote';
     if (pre) {
       this.role = 'pre-candidate';
@@ -614,7 +614,8 @@ class Raft implements RaftCore {
     this.setLeader(null);
     this.resetTimers();
     this.votes = new Map([[this.id, true]]);
-    if (voteResult(this.voters.length, 1, 0) === 'won') {
+    // A node that its own change removed asks for votes without giving itself one.
+    if (voteResult(this.voters.length, this.isVoter(this.id) ? 1 : 0, 0) === 'won') {
       if (pre) this.campaign('election');
       else this.becomeLeader();
       return;
@@ -651,9 +652,10 @@ class Raft implements RaftCore {
     this.role = 'leader';
     this.setLeader(this.id);
     this.resetTimers();
-    raftAssert(this.isVoter(this.id), 'only a voter becomes leader');
+    raftAssert(this.mayCampaign(), 'only a voter becomes leader');
     const next = this.log.lastIndex() + 1;
-    for (const member of this.members) {
+    // Itself too when its own change removed it: it leads until the change commits.
+    for (const member of new Set([...this.members, this.id])) {
       const pr = new Progress(next);
       if (member === this.id) {
         pr.matchIndex = this.log.stableIndex;
@@ -706,6 +708,22 @@ class Raft implements RaftCore {
     return this.voters.includes(id);
   }
 
+  /**
+   * A voter may campaign; so may a node that the newest configuration in its log removes
+   * while that change is not known committed, if the committed configuration lists it as a
+   * voter. Such a node is a leader that appended its own removal (§4.2.2) and lost its
+   * quorum before committing it: its log may be the only one that holds the change, and
+   * the voters left (who count on the committed configuration) cannot elect one of their
+   * own without its vote, which its longer log refuses them (simulator seed 263165206).
+   * Elected, it counts only the new configuration's votes and acks, and steps down once
+   * the change commits.
+   */
+  private mayCampaign(): boolean {
+    if (this.isVoter(this.id)) return true;
+    if (this.log.configuration().index <= this.log.commitIndex) return false;
+    return this.log.configurationAt(this.log.commitIndex).config.voters.includes(this.id);
+  }
+
   /** Listed by the configuration in effect, as a voter or a learner. */
   private isMember(id: string): boolean {
     return this.members.includes(id);
@@ -737,7 +755,7 @@ class Raft implements RaftCore {
     mark('configuration-changed');
     if (this.role === 'leader') {
       this.syncProgress();
-    } else if (this.role !== 'follower' && !this.isVoter(this.id)) {
+    } else if (this.role !== 'follower' && !this.mayCampaign()) {
       // A candidate whose configuration no longer lists it as a voter stops campaigning.
       this.becomeFollower(this.term, null);
     }
