@@ -381,6 +381,33 @@ describe('thesis §4.2.2, §4.2.3: removing members', () => {
     expect(c.raft('n1').status().role).toBe('follower');
   });
 
+  it('a leader that lost its quorum before its own removal committed finishes it (§4.2.2)',
+    () => {
+      // Voters n1 and n3. n1 appends its removal, which n3 never gets, and steps down on
+      // check-quorum. Not a voter in its newest configuration, it would never campaign; n3,
+      // on the committed one, needs n1's vote, which n1's longer log refuses: no leader ever
+      // (simulator seed 263165206). n1 campaigns on the new configuration and finishes it.
+      const c = ledByN1();
+      expect(change(c.raft('n1'), remove('n2'))).toMatchObject({ kind: 'proposed' });
+      c.deliverAll();
+      c.tickAll(2);
+      expect(voters(c.raft('n3'))).toEqual(['n1', 'n3']);
+      c.crash('n2');
+      c.groups = [['n1'], ['n3']];
+      expect(change(c.raft('n1'), remove('n1'))).toMatchObject({ kind: 'proposed' });
+      c.deliverAll();
+      expect(voters(c.raft('n1'))).toEqual(['n3']);
+      for (let i = 0; i < 60 && c.raft('n1').status().role === 'leader'; i++) c.tickAll(1);
+      expect(c.raft('n1').status().role).not.toBe('leader');
+      c.groups = null;
+      for (let i = 0; i < 200 && !(c.leaders()[0] === 'n3' &&
+        voters(c.raft('n3')).length === 1); i++) c.tickAll(1);
+      expect(c.leaders()).toEqual(['n3']);
+      expect(voters(c.raft('n3'))).toEqual(['n3']);
+      expect(c.raft('n3').status().commitIndex)
+        .toBeGreaterThanOrEqual(c.raft('n1').configuration().index);
+    });
+
   it('the last voter cannot be removed, nor a removed id added again (§4.1)', () => {
     const single = new Cluster(['n1']);
     single.tickAll(1);

@@ -546,7 +546,7 @@ class Raft implements RaftCore {
 
   private handlePreVote(from: string, term: number, lastIndex: number, lastTerm: number): void {
     const granted = term > this.term && !this.knowsItWasRemoved() &&
-      this.log.isUpToDate(lastIndex, lastTerm);
+      !this.removedInNewest(from) && this.log.isUpToDate(lastIndex, lastTerm);
     this.send({ type: 'preVoteResponse', from: this.id, to: from,
       term: granted ? term : this.term, granted });
   }
@@ -561,7 +561,8 @@ class Raft implements RaftCore {
   private handleVote(from: string, lastIndex: number, lastTerm: number): void {
     const canVote = this.votedFor === from || (this.votedFor === null && this.leader === null);
     const removed = this.knowsItWasRemoved();
-    const granted = canVote && !removed && this.log.isUpToDate(lastIndex, lastTerm);
+    const granted = canVote && !removed && !this.removedInNewest(from) &&
+      this.log.isUpToDate(lastIndex, lastTerm);
     if (removed) mark('removed-member-denies-vote');
     if (granted) {
       this.votedFor = from;
@@ -718,6 +719,17 @@ class Raft implements RaftCore {
    * Elected, it counts only the new configuration's votes and acks, and steps down once
    * the change commits.
    */
+  /**
+   * The newest configuration in this node's log removes `id`. Its (pre)votes are refused:
+   * a node that its own uncommitted removal left campaigning (`mayCampaign`) must never win
+   * once the removal commits, and it cannot, since every majority of the new configuration
+   * then holds a voter with the change in its log. A voter without it still answers, which
+   * is what ends the stalemate `mayCampaign` is for.
+   */
+  private removedInNewest(id: string): boolean {
+    return this.log.configuration().config.removed.includes(id);
+  }
+
   private mayCampaign(): boolean {
     if (this.isVoter(this.id)) return true;
     if (this.log.configuration().index <= this.log.commitIndex) return false;
