@@ -193,26 +193,19 @@ export class UnreadFrames {
     const mayCollect = mayCollectSet(functions, byName);
     const walk = frameWalker(binaryen, module);
     const mentionsOf = (text) => text.split(`$${STACK_POINTER}`).length - 1;
-    let rewritten = 0;
-    let kept = 0;
     for (const f of functions) {
       if (f.info.module || mayCollect.has(f.info.name)) continue;
       const mentions = mentionsOf(f.text);
       if (mentions === 0) continue;
       const counts = { mentions: 0 };
       walk(f.info.body, false, counts);
-      if (counts.mentions !== mentions) {
-        kept++;
-        continue;
-      }
+      if (counts.mentions !== mentions) continue;
       const body = walk(f.info.body, true, { mentions: 0 });
       if (body !== f.info.body) binaryen.Function.setBody(f.fn, body);
       const after = textOf(binaryen, binaryen.getFunctionInfo(f.fn));
       if (mentionsOf(after) !== 0 || after.includes(`(call $${STACK_CHECK}`)) {
         throw new Error(`unread-frames: ${f.info.name} still uses its frame after the rewrite`);
       }
-      rewritten++;
     }
-    this.summary = { rewritten, kept, mayCollect: mayCollect.size };
   }
 }

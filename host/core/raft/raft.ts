@@ -710,16 +710,6 @@ class Raft implements RaftCore {
   }
 
   /**
-   * A voter may campaign; so may a node that the newest configuration in its log removes
-   * while that change is not known committed, if the committed configuration lists it as a
-   * voter. Such a node is a leader that appended its own removal (§4.2.2) and lost its
-   * quorum before committing it: its log may be the only one that holds the change, and
-   * the voters left (who count on the committed configuration) cannot elect one of their
-   * own without its vote, which its longer log refuses them (simulator seed 263165206).
-   * Elected, it counts only the new configuration's votes and acks, and steps down once
-   * the change commits.
-   */
-  /**
    * The newest configuration in this node's log removes `id`. Its (pre)votes are refused:
    * a node that its own uncommitted removal left campaigning (`mayCampaign`) must never win
    * once the removal commits, and it cannot, since every majority of the new configuration
@@ -730,6 +720,16 @@ class Raft implements RaftCore {
     return this.log.configuration().config.removed.includes(id);
   }
 
+  /**
+   * A voter may campaign; so may a node that the newest configuration in its log removes
+   * while that change is not known committed, if the committed configuration lists it as a
+   * voter. Such a node is a leader that appended its own removal (§4.2.2) and lost its
+   * quorum before committing it: its log may be the only one that holds the change, and
+   * the voters left (who count on the committed configuration) cannot elect one of their
+   * own without its vote, which its longer log refuses them (simulator seed 263165206).
+   * Elected, it counts only the new configuration's votes and acks, and steps down once
+   * the change commits.
+   */
   private mayCampaign(): boolean {
     if (this.isVoter(this.id)) return true;
     if (this.log.configuration().index <= this.log.commitIndex) return false;
