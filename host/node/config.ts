@@ -11,6 +11,7 @@ import { IDEMPOTENCY_TTL_SECONDS_MAX, VALUE_BYTES_MAX } from '../machine/abi.js'
 import type { RequestLimits } from '../machine/request.js';
 import { isStatusUrl } from './status-frame.js';
 import { DIGEST_EVERY_DEFAULT } from './checkpoints.js';
+import { SNAPSHOT_BYTES_PER_SEC_DEFAULT } from './snapshotter.js';
 import {
   deriveClusterId, ID_PATTERN, parseClusterSecrets, type ClusterSecrets,
 } from '../transport/handshake.js';
@@ -71,6 +72,11 @@ export interface NodeConfig {
   readonly snapshotEveryEntries: number;
   /** HIVEKV_SNAPSHOT_EVERY_BYTES: or after this many bytes of log since the last one. */
   readonly snapshotEveryBytes: number;
+  /**
+   * HIVEKV_SNAPSHOT_BYTES_PER_SEC: how fast this node writes its own snapshots (0: as fast
+   * as it can). 0, or 1 MiB to 64 GiB; default 64 MiB (host/node/snapshotter.ts).
+   */
+  readonly snapshotBytesPerSec: number;
   /** HIVEKV_DIGEST_EVERY: a leader proposes a checkpoint every this many entries (0: never). */
   readonly digestEvery: number;
   /** HIVEKV_MIN_FREE_BYTES: below this much free disk the node refuses writes. */
@@ -135,6 +141,20 @@ function intSetting(env: Env, name: string, fallback: number, min: number, max: 
     throw new ConfigError(`${name}=${raw}: expected an integer from ${min} to ${max}`);
   }
   return value;
+}
+
+/** An `intSetting` that may also be 0 (off): 0, or from `min` to `max`. */
+function rateSetting(env: Env, name: string, fallback: number, min: number,
+  max: number): number {
+  const raw = env[name];
+  if (raw !== undefined && raw.trim() !== '' && Number(raw) === 0) return 0;
+  try {
+    return intSetting(env, name, fallback, min, max);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    throw new ConfigError(`${name}=${raw ?? ''}: expected 0 (no limit) or an integer from ` +
+      `${min} to ${max}`);
+  }
 }
 
 function boolSetting(env: Env, name: string, fallback: boolean): boolean {
@@ -352,6 +372,8 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
       100_000_000),
     snapshotEveryBytes: intSetting(env, 'HIVEKV_SNAPSHOT_EVERY_BYTES', 256 * 1024 * 1024,
       4096, 64 * 1024 * 1024 * 1024),
+    snapshotBytesPerSec: rateSetting(env, 'HIVEKV_SNAPSHOT_BYTES_PER_SEC',
+      SNAPSHOT_BYTES_PER_SEC_DEFAULT, 1024 * 1024, 64 * 1024 * 1024 * 1024),
     digestEvery: intSetting(env, 'HIVEKV_DIGEST_EVERY', DIGEST_EVERY_DEFAULT, 0, 1_000_000_000),
     minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 1 << 40),
     maxStateBytes: intSetting(env, 'HIVEKV_MAX_STATE_BYTES', MAX_STATE_BYTES_DEFAULT,

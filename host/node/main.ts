@@ -115,6 +115,7 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
     expireBatch: config.expireBatch,
     snapshotEveryEntries: config.snapshotEveryEntries,
     snapshotEveryBytes: config.snapshotEveryBytes,
+    snapshotBytesPerSec: config.snapshotBytesPerSec,
     clusterId,
     requestLimits: config.limits,
     maxStateBytes: config.maxStateBytes,

@@ -55,7 +55,9 @@ import { Membership } from './membership.js';
 import {
   CheckpointSchedule, DIGEST_EVERY_DEFAULT, DivergenceError,
 } from './checkpoints.js';
-import { ChunkSender, restoreMachine, SnapshotReceiver, Snapshotter } from './snapshotter.js';
+import {
+  ChunkSender, restoreMachine, SNAPSHOT_SLICE_BYTES, SnapshotReceiver, Snapshotter,
+} from './snapshotter.js';
 import { SyncPlacement } from './sync-placement.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
@@ -102,6 +104,8 @@ export interface ReplicaOptions {
   readonly expireBatch: number;
   readonly snapshotEveryEntries: number;
   readonly snapshotEveryBytes: number;
+  /** Bytes per second this node writes its own snapshots at most; 0 or absent: no limit. */
+  readonly snapshotBytesPerSec?: number;
   /** Reported by `/health`; empty in tests that run no cluster. */
   readonly clusterId?: string;
   /** The limits the machine's request parser enforces (the node's QUEEN_KV_* settings). */
@@ -317,7 +321,8 @@ export class Replica implements KvService, MembersService {
     }, { core: () => this.core, transport: deps.transport, scheduler: deps.scheduler,
       pump: () => this.pump(), isRunning: () => this.state === 'running' });
     this.checkpoints = new CheckpointSchedule(options.digestEvery ?? DIGEST_EVERY_DEFAULT);
-    this.snapshotter = new Snapshotter(deps.machine, deps.storage);
+    this.snapshotter = new Snapshotter(deps.machine, deps.storage, SNAPSHOT_SLICE_BYTES,
+      { bytesPerSecond: options.snapshotBytesPerSec ?? 0, scheduler: deps.scheduler });
     this.receiver = new SnapshotReceiver(deps.storage);
     this.chunkSender = new ChunkSender(deps.storage,
       (message) => this.deps.transport.send(message.to, encodeMessage(message)),

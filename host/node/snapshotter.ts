@@ -3,7 +3,8 @@
  *
  * - `Snapshotter` takes this node's snapshots: the machine hands out a slice of at most
  *   `sliceBytes` per event-loop turn (entries keep applying between slices: the machine keeps
- *   the preimages), each written to the snapshot file before the next is cut.
+ *   the preimages), each written to the snapshot file before the next is cut, and the next
+ *   cut waits until the bytes written are within the node's pace (HIVEKV_SNAPSHOT_BYTES_PER_SEC).
  * - `SnapshotReceiver` writes the chunks of a snapshot a leader sends, as they arrive, to a
  *   file of their own, and installs it once complete.
  * - `ChunkSender` fills the chunks the core asks to send with bytes read from the snapshot
@@ -21,15 +22,61 @@ import type { Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import type { StateMachine } from '../machine/state-machine.js';
 import type { SnapshotSink, Storage } from '../storage/storage.js';
 import { LegacySnapshotSkipper } from './envelope.js';
+import type { Scheduler, TimerHandle } from './scheduler.js';
 
 /** Bytes of machine snapshot cut per event-loop turn: a slice costs about 1 ms per MiB. */
 export const SNAPSHOT_SLICE_BYTES = 1024 * 1024;
 /** Bytes of a stored snapshot read and fed to the machine at a time when restoring. */
 export const RESTORE_CHUNK_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Default of HIVEKV_SNAPSHOT_BYTES_PER_SEC. Written as fast as the loop cuts slices, a
+ * snapshot of 1M keys (153 MB) went to the page cache at 200 to 350 MB/s; the flushes of that
+ * much data shared the disk and the two cores with the WAL's fdatasyncs and the calls, and
+ * puts at 64 connections fell to about half their rate with no snapshot (p99 46 to 56 ms).
+ * At 64 MiB/s the same puts ran at the rate they have with no snapshot (p99 29 to 33 ms;
+ * bench/RESULTS.md, "Puts while a snapshot is written"). A 2 GiB state takes 32 s.
+ */
+export const SNAPSHOT_BYTES_PER_SEC_DEFAULT = 64 * 1024 * 1024;
+/**
+ * A paced snapshot stops waiting once the preimages it keeps alive (rows changed since it
+ * began) reach an eighth of its size, or this many bytes if more: under heavy overwrites a
+ * slower snapshot would hold more memory, which counts against the state's budget
+ * (memory-budget.ts), and refusing writes is worse than a burst on the disk.
+ */
+export const PACE_PREIMAGE_BYTES_MIN = 16 * 1024 * 1024;
+
+/** How fast this node writes its own snapshots, and the clock it waits on. */
+export interface SnapshotPace {
+  /** Bytes of snapshot written per second at most; 0 writes as fast as slices are cut. */
+  readonly bytesPerSecond: number;
+  readonly scheduler: Scheduler;
+}
+
+/**
+ * Milliseconds to wait before the next slice so that `writtenBytes` since `startMs` stay
+ * within `bytesPerSecond`; 0 when the snapshot is behind its pace, unpaced (rate 0), or
+ * holds `preimageBytes` of at least an eighth of `dataBytes` (PACE_PREIMAGE_BYTES_MIN at
+ * least). Pure.
+ */
+export function paceDelayMs(startMs: number, nowMs: number, writtenBytes: number,
+  bytesPerSecond: number, preimageBytes: number, dataBytes: number): number {
+  if (bytesPerSecond <= 0) return 0;
+  if (preimageBytes >= Math.max(PACE_PREIMAGE_BYTES_MIN, dataBytes / 8)) return 0;
+  const dueMs = startMs + (writtenBytes * 1000) / bytesPerSecond;
+  return Math.max(0, Math.ceil(dueMs - nowMs));
+}
+
+interface SnapshotRun {
+  aborted: boolean;
+  done: Promise<Snapshot | null>;
+  /** The pause between two slices, while one runs: `abort` ends it at once. */
+  pause: { readonly timer: TimerHandle; readonly resume: () => void } | null;
+}
+
 /** Takes this node's snapshots, one at a time. */
 export class Snapshotter {
-  private current: { aborted: boolean; done: Promise<Snapshot | null> } | null = null;
+  private current: SnapshotRun | null = null;
   /** Size of the snapshot taken last (or being taken), in bytes. */
   dataBytes = 0;
 
@@ -37,6 +84,8 @@ export class Snapshotter {
     private readonly machine: StateMachine,
     private readonly storage: Storage,
     private readonly sliceBytes = SNAPSHOT_SLICE_BYTES,
+    /** null: slices are written as fast as they are cut (tools, tests). */
+    private readonly pace: SnapshotPace | null = null,
   ) {}
 
   get running(): boolean {
@@ -54,7 +103,7 @@ export class Snapshotter {
       throw new Error(`assertion failed: snapshot meta ${meta.index} is not the applied index ` +
         `${this.machine.appliedIndex}`);
     }
-    const run = { aborted: false, done: Promise.resolve<Snapshot | null>(null) };
+    const run: SnapshotRun = { aborted: false, done: Promise.resolve(null), pause: null };
     const dataBytes = this.machine.snapshotBegin();
     this.dataBytes = dataBytes;
     run.done = this.write(run, meta, dataBytes).finally(() => {
@@ -64,13 +113,18 @@ export class Snapshotter {
     return run.done;
   }
 
-  private async write(run: { aborted: boolean }, meta: SnapshotMeta,
+  private async write(run: SnapshotRun, meta: SnapshotMeta,
     dataBytes: number): Promise<Snapshot | null> {
     let sink: SnapshotSink | null = null;
     try {
       sink = await this.storage.createSnapshot(meta, dataBytes);
+      const startMs = this.pace?.scheduler.nowMs() ?? 0;
       let written = 0;
       while (!run.aborted) {
+        if (this.pace !== null && written > 0 && written < dataBytes) {
+          await this.waitForPace(run, startMs, written, dataBytes, this.pace);
+          if (run.aborted) break;
+        }
         const slice = this.machine.snapshotNext(this.sliceBytes);
         if (slice.length === 0) break;
         written += slice.length;
@@ -91,12 +145,32 @@ export class Snapshotter {
     }
   }
 
+  /** Waits, if the snapshot is ahead of its pace, until the next slice is due. */
+  private waitForPace(run: SnapshotRun, startMs: number, written: number, dataBytes: number,
+    pace: SnapshotPace): Promise<void> {
+    const delayMs = paceDelayMs(startMs, pace.scheduler.nowMs(), written, pace.bytesPerSecond,
+      this.machine.memoryUse().preimageBytes, dataBytes);
+    if (delayMs === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const resume = (): void => {
+        run.pause = null;
+        resolve();
+      };
+      run.pause = { timer: pace.scheduler.after(delayMs, resume), resume };
+    });
+  }
+
   /** Stops the snapshot being taken, if any, and waits until its file is gone. */
   async abort(): Promise<void> {
     const run = this.current;
     if (run === null) return;
     run.aborted = true;
     this.machine.snapshotAbort();
+    const pause = run.pause;
+    if (pause !== null) {
+      pause.timer.cancel();
+      pause.resume();
+    }
     await run.done.catch(() => null);
   }
 }

@@ -132,6 +132,19 @@ describe('configuration', () => {
       }
     });
 
+  it('paces snapshots at HIVEKV_SNAPSHOT_BYTES_PER_SEC, 64 MiB by default, 0 for no limit',
+    () => {
+      expect(loadConfig(flags(), {}).snapshotBytesPerSec).toBe(64 * 1024 * 1024);
+      expect(loadConfig(flags(), { HIVEKV_SNAPSHOT_BYTES_PER_SEC: '0' }).snapshotBytesPerSec)
+        .toBe(0);
+      expect(loadConfig(flags(), { HIVEKV_SNAPSHOT_BYTES_PER_SEC: '1048576' })
+        .snapshotBytesPerSec).toBe(1048576);
+      for (const bad of ['-1', '1048575', '2.5', 'fast', String(2 ** 37)]) {
+        expect(() => loadConfig(flags(), { HIVEKV_SNAPSHOT_BYTES_PER_SEC: bad }))
+          .toThrow(/HIVEKV_SNAPSHOT_BYTES_PER_SEC=.*: expected 0 \(no limit\) or an integer/);
+      }
+    });
+
   it('lets QUEEN_KV_REQUIRE_GRANT default to the tenancy flag', () => {
     const env = { QUEEN_TENANCY_HEADER: 'true', QUEEN_KV_TRUSTED_PROXY: 'true' };
     expect(loadConfig(flags(), env).requireGrant).toBe(true);

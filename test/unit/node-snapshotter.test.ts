@@ -13,8 +13,10 @@ import { afterEach, expect, it } from 'vitest';
 import type { SnapshotChunkMessage } from '../../host/core/raft/messages.js';
 import type { SnapshotMeta } from '../../host/core/raft/types.js';
 import { snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
+import type { Scheduler } from '../../host/node/scheduler.js';
 import {
-  ChunkSender, restoreMachine, SnapshotReceiver, Snapshotter,
+  ChunkSender, paceDelayMs, PACE_PREIMAGE_BYTES_MIN, restoreMachine, SnapshotReceiver,
+  Snapshotter,
 } from '../../host/node/snapshotter.js';
 import { FileStorage } from '../../host/storage/file-storage.js';
 import { snapshotFileName } from '../../host/storage/snapshot-files.js';
@@ -93,6 +95,127 @@ it('an aborted snapshot resolves null and leaves no file', async () => {
   const taken = snapshotter.take(metaOf(h));
   expect(await taken).toBeNull();
   await aborting;
+  expect(snapshotter.running).toBe(false);
+  expect(await readdir(join(dir, 'snap'))).toEqual([]);
+  expect(h.m.memoryUse().preimageBytes).toBe(0);
+});
+
+it('a pace waits out the bytes written ahead of it, and gives way to preimages', () => {
+  const MiB = 1024 * 1024;
+  // 4 MiB at 64 MiB/s are due 62.5 ms after the start.
+  expect(paceDelayMs(1000, 1000, 4 * MiB, 64 * MiB, 0, 200 * MiB)).toBe(63);
+  expect(paceDelayMs(1000, 1050, 4 * MiB, 64 * MiB, 0, 200 * MiB)).toBe(13);
+  expect(paceDelayMs(1000, 1070, 4 * MiB, 64 * MiB, 0, 200 * MiB)).toBe(0);
+  expect(paceDelayMs(1000, 1000, 4 * MiB, 0, 0, 200 * MiB)).toBe(0);
+  // Preimages of an eighth of the snapshot (25 MiB here) end the waits; below it they wait.
+  expect(paceDelayMs(1000, 1000, 4 * MiB, 64 * MiB, 25 * MiB - 1, 200 * MiB)).toBe(63);
+  expect(paceDelayMs(1000, 1000, 4 * MiB, 64 * MiB, 25 * MiB, 200 * MiB)).toBe(0);
+  // A small snapshot waits until its preimages reach PACE_PREIMAGE_BYTES_MIN.
+  expect(paceDelayMs(1000, 1000, 4 * MiB, 64 * MiB, PACE_PREIMAGE_BYTES_MIN - 1, 8 * MiB))
+    .toBe(63);
+  expect(paceDelayMs(1000, 1000, 4 * MiB, 64 * MiB, PACE_PREIMAGE_BYTES_MIN, 8 * MiB)).toBe(0);
+});
+
+/** A clock that moves only when a timer it holds is run by hand. */
+class ManualClock implements Scheduler {
+  now = 5_000;
+  readonly waits: number[] = [];
+  private readonly timers: { atMs: number; callback: () => void; cancelled: boolean }[] = [];
+
+  nowMs(): number {
+    return this.now;
+  }
+
+  after(delayMs: number, callback: () => void): { cancel: () => void } {
+    const timer = { atMs: this.now + delayMs, callback, cancelled: false };
+    this.waits.push(delayMs);
+    this.timers.push(timer);
+    return { cancel: () => { timer.cancelled = true; } };
+  }
+
+  soon(callback: () => void): void {
+    queueMicrotask(callback);
+  }
+
+  /** Runs the next timer, the clock moved to its time; false when none is pending. */
+  runNext(): boolean {
+    const timer = this.timers.shift();
+    if (timer === undefined) return false;
+    this.now = Math.max(this.now, timer.atMs);
+    if (!timer.cancelled) timer.callback();
+    return true;
+  }
+
+  get pending(): number {
+    return this.timers.length;
+  }
+}
+
+/** Lets every settled promise run its continuations, file I/O included. */
+async function settle(clock: ManualClock): Promise<void> {
+  for (let i = 0; i < 200 && clock.pending === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+it('a paced snapshot waits between slices on its scheduler and restores whole', async () => {
+  const { storage } = await storageIn();
+  const h = loaded(2000);
+  const at = metaOf(h);
+  const digestAtBegin = h.m.digest();
+  const clock = new ManualClock();
+  const sliceLengths: number[] = [];
+  const recording = Object.assign(Object.create(storage) as Storage, {
+    createSnapshot: async (meta: SnapshotMeta, dataBytes: number): Promise<SnapshotSink> => {
+      const sink = await storage.createSnapshot(meta, dataBytes);
+      return { ...sink, write: (chunk: Uint8Array) => {
+        sliceLengths.push(chunk.length);
+        return sink.write(chunk);
+      } };
+    },
+  });
+  // Slices of about 4 KiB at 64 KiB/s: each is due about 63 ms after the one before.
+  const bytesPerSecond = 64 * 1024;
+  const snapshotter = new Snapshotter(h.m, recording, 4096, { bytesPerSecond, scheduler: clock });
+  const taken = snapshotter.take(at);
+  let done = false;
+  void taken.then(() => { done = true; });
+  let slicesWaited = 0;
+  for (; !done && slicesWaited < 1000; slicesWaited++) {
+    await settle(clock);
+    if (done) break;
+    // A write meanwhile: the snapshot still holds the state it began with.
+    h.ok([put(`k${String(slicesWaited).padStart(5, '0')}`, '"moved"')]);
+    expect(clock.runNext()).toBe(true);
+  }
+  const snapshot = await taken;
+  expect(snapshot?.dataBytes).toBeGreaterThan(4096 * 10);
+  // One wait before every slice but the first, each as long as the slice before it takes
+  // at the pace: the clock ends where the bytes before the last slice were due.
+  expect(clock.waits).toHaveLength(sliceLengths.length - 1);
+  for (const [i, wait] of clock.waits.entries()) {
+    expect(Math.abs(wait - sliceLengths[i]! * 1000 / bytesPerSecond)).toBeLessThanOrEqual(1);
+  }
+  const beforeLast = snapshot!.dataBytes - sliceLengths.at(-1)!;
+  expect(clock.now - 5_000).toBe(Math.ceil(beforeLast * 1000 / bytesPerSecond));
+  const copy = new Harness();
+  await restoreMachine(storage, copy.m, snapshot!, 1000);
+  expect(copy.m.digest()).toBe(digestAtBegin);
+});
+
+it('an abort ends a paced snapshot\'s wait at once and leaves no file', async () => {
+  const { dir, storage } = await storageIn();
+  const h = loaded(2000);
+  const clock = new ManualClock();
+  const snapshotter = new Snapshotter(h.m, storage, 4096,
+    { bytesPerSecond: 1024, scheduler: clock });
+  const taken = snapshotter.take(metaOf(h));
+  await settle(clock);
+  // The first slice (a little over 4 KiB) at 1 KiB/s: about four seconds to wait.
+  expect(clock.waits).toHaveLength(1);
+  expect(clock.waits[0]).toBeGreaterThanOrEqual(4000);
+  await snapshotter.abort();
+  expect(await taken).toBeNull();
   expect(snapshotter.running).toBe(false);
   expect(await readdir(join(dir, 'snap'))).toEqual([]);
   expect(h.m.memoryUse().preimageBytes).toBe(0);
