@@ -158,8 +158,11 @@ export async function serve(config: NodeConfig): Promise<void> {
     storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
-    onSnapshot: (event) => logger.info({ index: event.index, bytes: event.dataBytes,
-      ms: event.ms }, `snapshot ${event.kind}`), onStartPhase: startup.mark });
+    onSnapshot: (event) => {
+      metrics.snapshotMilestone(event);
+      logger.info({ index: event.index, bytes: event.dataBytes, ms: event.ms },
+        `snapshot ${event.kind}`);
+    }, onStartPhase: startup.mark });
   await replica.start();
   const http = await startHttpServer({
     service: replica,

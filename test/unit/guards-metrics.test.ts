@@ -54,6 +54,37 @@ describe('NodeMetrics', () => {
     expect(metrics.contentType).toMatch(/^text\/plain/);
   });
 
+  it('counts snapshots by event, times the ones taken and shows one being written',
+    async () => {
+      const metrics = new NodeMetrics({ defaultMetrics: false });
+      const idle = await metrics.render();
+      expect(idle).toContain('hivekv_snapshots_total{event="taken"} 0');
+      expect(idle).toContain('hivekv_snapshot_in_progress 0');
+      metrics.snapshotMilestone({ kind: 'restored', index: 100, dataBytes: 4000, ms: 30 });
+      metrics.snapshotMilestone({ kind: 'begun', index: 200, dataBytes: 9000, ms: 0 });
+      const writing = await metrics.render();
+      expect(writing).toContain('hivekv_snapshot_in_progress 1');
+      // Begun is not durable yet: the newest held is still the restored one.
+      expect(writing).toContain('hivekv_snapshot_last_index 100');
+      metrics.snapshotMilestone({ kind: 'taken', index: 200, dataBytes: 9000, ms: 2400 });
+      metrics.snapshotMilestone({ kind: 'begun', index: 300, dataBytes: 9500, ms: 0 });
+      metrics.snapshotMilestone({ kind: 'abandoned', index: 300, dataBytes: 9500, ms: 80 });
+      const text = await metrics.render();
+      for (const line of [
+        'hivekv_snapshots_total{event="begun"} 2',
+        'hivekv_snapshots_total{event="taken"} 1',
+        'hivekv_snapshots_total{event="abandoned"} 1',
+        'hivekv_snapshots_total{event="restored"} 1',
+        'hivekv_snapshots_total{event="installed"} 0',
+        'hivekv_snapshot_in_progress 0',
+        'hivekv_snapshot_last_index 200',
+        'hivekv_snapshot_last_bytes 9000',
+        'hivekv_snapshot_duration_seconds_bucket{le="1"} 0',
+        'hivekv_snapshot_duration_seconds_bucket{le="2.5"} 1',
+        'hivekv_snapshot_duration_seconds_count 1',
+      ]) expect(text).toContain(line);
+    });
+
   it('uses a registry of its own: two nodes in one process do not clash', async () => {
     const one = new NodeMetrics();
     const two = new NodeMetrics();
