@@ -29,7 +29,9 @@ import { createLogger, type Logger } from './log.js';
 import { NodeMetrics } from './metrics.js';
 import { operatorDeps } from './operator-views.js';
 import { registerPeerMetrics } from './peer-metrics.js';
-import { RAFT_FRAME_SETTINGS, Replica, type ReplicaOptions } from './replica.js';
+import {
+  RAFT_FRAME_SETTINGS, Replica, type ReplicaOptions, type SnapshotEvent,
+} from './replica.js';
 import { realScheduler } from './scheduler.js';
 import { StartupTimeline } from './startup-timeline.js';
 
@@ -124,6 +126,16 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
 }
 
 /** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
+/** Each snapshot milestone goes to /metrics and to the log. */
+function reportSnapshot(metrics: NodeMetrics,
+  logger: Logger): (event: SnapshotEvent) => void {
+  return (event) => {
+    metrics.snapshotMilestone(event);
+    logger.info({ index: event.index, bytes: event.dataBytes, ms: event.ms },
+      `snapshot ${event.kind}`);
+  };
+}
+
 export async function serve(config: NodeConfig): Promise<void> {
   const startup = new StartupTimeline('process started');
   const logger = createLogger(config.logLevel);
@@ -158,11 +170,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
-    onSnapshot: (event) => {
-      metrics.snapshotMilestone(event);
-      logger.info({ index: event.index, bytes: event.dataBytes, ms: event.ms },
-        `snapshot ${event.kind}`);
-    }, onStartPhase: startup.mark });
+    onSnapshot: reportSnapshot(metrics, logger), onStartPhase: startup.mark });
   await replica.start();
   const http = await startHttpServer({
     service: replica,
