@@ -203,6 +203,29 @@ it('a paced snapshot waits between slices on its scheduler and restores whole', 
   expect(copy.m.digest()).toBe(digestAtBegin);
 });
 
+it('a paced snapshot stops waiting once the log outgrows a snapshot interval', async () => {
+  const { storage } = await storageIn();
+  const h = loaded(2000);
+  const clock = new ManualClock();
+  let outgrew = false;
+  const snapshotter = new Snapshotter(h.m, storage, 4096,
+    { bytesPerSecond: 64 * 1024, scheduler: clock, logOutgrew: () => outgrew });
+  const taken = snapshotter.take(metaOf(h));
+  let done = false;
+  void taken.then(() => { done = true; });
+  // Three slices at the pace, then the log outgrows its interval: no wait after that.
+  for (let i = 0; i < 3; i++) {
+    await settle(clock);
+    expect(clock.runNext()).toBe(true);
+  }
+  outgrew = true;
+  for (let i = 0; i < 20 && !done; i++) await settle(clock);
+  expect(done).toBe(true);
+  expect(await taken).not.toBeNull();
+  expect(clock.waits).toHaveLength(3);
+  expect(clock.pending).toBe(0);
+});
+
 it('an abort ends a paced snapshot\'s wait at once and leaves no file', async () => {
   const { dir, storage } = await storageIn();
   const h = loaded(2000);
