@@ -104,8 +104,9 @@ function millis(text: string): number {
 async function run(mode: 'snapshots' | 'none'): Promise<Row> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hivekv-snapload-'));
   const every = mode === 'snapshots' ? '10' : '100000000';
+  // No floor of log between snapshots (HIVEKV_SNAPSHOT_LOG_PERCENT): one is always written.
   const node = await startNode(dataDir, { HIVEKV_SNAPSHOT_EVERY_ENTRIES: every,
-    HIVEKV_SNAPSHOT_EVERY_BYTES: String(64 * 1024 ** 3) });
+    HIVEKV_SNAPSHOT_EVERY_BYTES: String(64 * 1024 ** 3), HIVEKV_SNAPSHOT_LOG_PERCENT: '0' });
   try {
     await preload(node.port);
     const takenBefore = node.snapshotsTaken();

@@ -11,7 +11,7 @@ import { IDEMPOTENCY_TTL_SECONDS_MAX, VALUE_BYTES_MAX } from '../machine/abi.js'
 import type { RequestLimits } from '../machine/request.js';
 import { isStatusUrl } from './status-frame.js';
 import { DIGEST_EVERY_DEFAULT } from './checkpoints.js';
-import { SNAPSHOT_BYTES_PER_SEC_DEFAULT } from './snapshotter.js';
+import { SNAPSHOT_BYTES_PER_SEC_DEFAULT, SNAPSHOT_LOG_PERCENT_DEFAULT } from './snapshotter.js';
 import {
   deriveClusterId, ID_PATTERN, parseClusterSecrets, type ClusterSecrets,
 } from '../transport/handshake.js';
@@ -77,6 +77,11 @@ export interface NodeConfig {
    * as it can). 0, or 1 MiB to 64 GiB; default 64 MiB (host/node/snapshotter.ts).
    */
   readonly snapshotBytesPerSec: number;
+  /**
+   * HIVEKV_SNAPSHOT_LOG_PERCENT: the next snapshot waits until the log since the last one
+   * holds this percent of its size (0 to 1000, default 25; host/node/snapshotter.ts).
+   */
+  readonly snapshotLogPercent: number;
   /** HIVEKV_DIGEST_EVERY: a leader proposes a checkpoint every this many entries (0: never). */
   readonly digestEvery: number;
   /** HIVEKV_MIN_FREE_BYTES: below this much free disk the node refuses writes. */
@@ -374,6 +379,8 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
       4096, 64 * 1024 * 1024 * 1024),
     snapshotBytesPerSec: rateSetting(env, 'HIVEKV_SNAPSHOT_BYTES_PER_SEC',
       SNAPSHOT_BYTES_PER_SEC_DEFAULT, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+    snapshotLogPercent: intSetting(env, 'HIVEKV_SNAPSHOT_LOG_PERCENT',
+      SNAPSHOT_LOG_PERCENT_DEFAULT, 0, 1000),
     digestEvery: intSetting(env, 'HIVEKV_DIGEST_EVERY', DIGEST_EVERY_DEFAULT, 0, 1_000_000_000),
     minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 1 << 40),
     maxStateBytes: intSetting(env, 'HIVEKV_MAX_STATE_BYTES', MAX_STATE_BYTES_DEFAULT,

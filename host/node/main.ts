@@ -118,6 +118,7 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
     snapshotEveryEntries: config.snapshotEveryEntries,
     snapshotEveryBytes: config.snapshotEveryBytes,
     snapshotBytesPerSec: config.snapshotBytesPerSec,
+    snapshotLogPercent: config.snapshotLogPercent,
     clusterId,
     requestLimits: config.limits,
     maxStateBytes: config.maxStateBytes,

@@ -29,6 +29,7 @@
  * driver queues is bounded, and every client wait ends by `requestTimeoutMs` at the latest.
  */
 import type { MembershipChange } from '../core/raft/configuration.js';
+import { entryBytes } from '../core/raft/log.js';
 import { createRaft, type RaftCore, type Ready } from '../core/raft/raft.js';
 import type { Message } from '../core/raft/messages.js';
 import { decodeMessage, encodeMessage } from '../core/raft/message-codec.js';
@@ -56,7 +57,7 @@ import {
   CheckpointSchedule, DIGEST_EVERY_DEFAULT, DivergenceError,
 } from './checkpoints.js';
 import {
-  ChunkSender, restoreMachine, SNAPSHOT_SLICE_BYTES, SnapshotReceiver, Snapshotter,
+  ChunkSender, restoreMachine, SNAPSHOT_SLICE_BYTES, snapshotDue, SnapshotReceiver, Snapshotter,
 } from './snapshotter.js';
 import { SyncPlacement } from './sync-placement.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
@@ -106,6 +107,8 @@ export interface ReplicaOptions {
   readonly snapshotEveryBytes: number;
   /** Bytes per second this node writes its own snapshots at most; 0 or absent: no limit. */
   readonly snapshotBytesPerSec?: number;
+  /** Percent of the last snapshot's size the log must hold before the next; absent: 0. */
+  readonly snapshotLogPercent?: number;
   /** Reported by `/health`; empty in tests that run no cluster. */
   readonly clusterId?: string;
   /** The limits the machine's request parser enforces (the node's QUEEN_KV_* settings). */
@@ -264,6 +267,8 @@ export class Replica implements KvService, MembersService {
   /** The term of the last applied entry, for the meta of the next snapshot. */
   private appliedTerm = 0;
   private logBytesSinceSnapshot = 0;
+  /** Bytes of the last snapshot begun, restored or installed (0: none yet). */
+  private lastSnapshotBytes = 0;
   /** This node's snapshots, sliced beside the Ready loop; at most one at a time. */
   private readonly snapshotter: Snapshotter;
   /** The snapshot file being written, if any. */
@@ -343,6 +348,8 @@ export class Replica implements KvService, MembersService {
       this.noteSnapshot('restored', snapshot, startMs);
       this.deps.onStartPhase?.('snapshot restored');
     });
+    // The log a restart replays counts toward the next snapshot, as it did before the stop.
+    for (const entry of recovered.entries) this.logBytesSinceSnapshot += entryBytes(entry);
     const last = recovered.entries.at(-1);
     this.lastWritten = last !== undefined ? { index: last.index, term: last.term }
       : { index: recovered.snapshot?.meta.index ?? 0, term: recovered.snapshot?.meta.term ?? 0 };
@@ -859,7 +866,7 @@ export class Replica implements KvService, MembersService {
     const last = ready.entries[ready.entries.length - 1];
     if (last !== undefined) {
       storage.append(ready.entries);
-      for (const entry of ready.entries) this.logBytesSinceSnapshot += entry.data.length + 32;
+      for (const entry of ready.entries) this.logBytesSinceSnapshot += entryBytes(entry);
       this.lastWritten = { index: last.index, term: last.term };
     }
     if (ready.hardState === null && last === undefined) return;
@@ -959,6 +966,7 @@ export class Replica implements KvService, MembersService {
     this.snapshotIndex = snapshot.meta.index;
     this.appliedTerm = snapshot.meta.term;
     this.logBytesSinceSnapshot = 0;
+    this.lastSnapshotBytes = snapshot.dataBytes;
     this.membership.onSnapshotRestored(snapshot.meta.index);
   }
 
@@ -1038,9 +1046,11 @@ export class Replica implements KvService, MembersService {
   private maybeSnapshot(): void {
     const { machine } = this.deps;
     const applied = machine.appliedIndex;
-    const due = this.exportWanted ||
-      applied - this.snapshotIndex >= this.options.snapshotEveryEntries ||
-      this.logBytesSinceSnapshot >= this.options.snapshotEveryBytes;
+    const due = this.exportWanted || snapshotDue({
+      everyEntries: this.options.snapshotEveryEntries,
+      everyBytes: this.options.snapshotEveryBytes,
+      logPercent: this.options.snapshotLogPercent ?? 0,
+    }, applied - this.snapshotIndex, this.logBytesSinceSnapshot, this.lastSnapshotBytes);
     if (!due || applied <= this.snapshotIndex || this.snapshotSaving !== null) return;
     const meta: SnapshotMeta = {
       index: applied,
@@ -1069,6 +1079,7 @@ export class Replica implements KvService, MembersService {
     });
     this.snapshotIndex = applied;
     this.logBytesSinceSnapshot = 0;
+    this.lastSnapshotBytes = begun.dataBytes;
   }
 
   /**

@@ -145,6 +145,17 @@ describe('configuration', () => {
       }
     });
 
+  it('waits for HIVEKV_SNAPSHOT_LOG_PERCENT of the last snapshot in log, 25 by default',
+    () => {
+      expect(loadConfig(flags(), {}).snapshotLogPercent).toBe(25);
+      expect(loadConfig(flags(), { HIVEKV_SNAPSHOT_LOG_PERCENT: '0' }).snapshotLogPercent)
+        .toBe(0);
+      for (const bad of ['-1', '1001', '2.5', 'half']) {
+        expect(() => loadConfig(flags(), { HIVEKV_SNAPSHOT_LOG_PERCENT: bad }))
+          .toThrow(/HIVEKV_SNAPSHOT_LOG_PERCENT/);
+      }
+    });
+
   it('lets QUEEN_KV_REQUIRE_GRANT default to the tenancy flag', () => {
     const env = { QUEEN_TENANCY_HEADER: 'true', QUEEN_KV_TRUSTED_PROXY: 'true' };
     expect(loadConfig(flags(), env).requireGrant).toBe(true);

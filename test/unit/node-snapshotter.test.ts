@@ -15,8 +15,8 @@ import type { SnapshotMeta } from '../../host/core/raft/types.js';
 import { snapshotToBytes } from '../../host/machine/snapshot-bytes.js';
 import type { Scheduler } from '../../host/node/scheduler.js';
 import {
-  ChunkSender, paceDelayMs, PACE_PREIMAGE_BYTES_MIN, restoreMachine, SnapshotReceiver,
-  Snapshotter,
+  ChunkSender, paceDelayMs, PACE_PREIMAGE_BYTES_MIN, restoreMachine, snapshotDue,
+  SnapshotReceiver, Snapshotter,
 } from '../../host/node/snapshotter.js';
 import { FileStorage } from '../../host/storage/file-storage.js';
 import { snapshotFileName } from '../../host/storage/snapshot-files.js';
@@ -114,6 +114,20 @@ it('a pace waits out the bytes written ahead of it, and gives way to preimages',
   expect(paceDelayMs(1000, 1000, 4 * MiB, 64 * MiB, PACE_PREIMAGE_BYTES_MIN - 1, 8 * MiB))
     .toBe(63);
   expect(paceDelayMs(1000, 1000, 4 * MiB, 64 * MiB, PACE_PREIMAGE_BYTES_MIN, 8 * MiB)).toBe(0);
+});
+
+it('a snapshot is due at an interval, once the log holds its share of the last one', () => {
+  const cadence = { everyEntries: 100, everyBytes: 1000, logPercent: 25 };
+  // No snapshot yet: the interval alone decides.
+  expect(snapshotDue(cadence, 99, 999, 0)).toBe(false);
+  expect(snapshotDue(cadence, 100, 10, 0)).toBe(true);
+  expect(snapshotDue(cadence, 5, 1000, 0)).toBe(true);
+  // A last snapshot of 40,000 bytes: 10,000 bytes of log are wanted, whatever the count.
+  expect(snapshotDue(cadence, 5000, 9_999, 40_000)).toBe(false);
+  expect(snapshotDue(cadence, 5000, 10_000, 40_000)).toBe(true);
+  // The share never makes a snapshot due before its interval.
+  expect(snapshotDue(cadence, 99, 999, 100)).toBe(false);
+  expect(snapshotDue({ ...cadence, logPercent: 0 }, 100, 0, 1e12)).toBe(true);
 });
 
 /** A clock that moves only when a timer it holds is run by hand. */
