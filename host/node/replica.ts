@@ -1061,7 +1061,8 @@ export class Replica implements KvService, MembersService {
     };
     const startMs = this.deps.scheduler.nowMs();
     const digest = machine.digest();
-    const taken = this.snapshotter.take(meta);
+    // An export's client waits for this snapshot before its first byte: no pace then.
+    const taken = this.snapshotter.take(meta, !this.exportWanted);
     const begun = { meta, dataBytes: this.snapshotter.dataBytes };
     this.noteSnapshot('begun', begun, startMs);
     this.snapshotSaving = taken.then((snapshot) => {

@@ -105,6 +105,8 @@ export function paceDelayMs(startMs: number, nowMs: number, writtenBytes: number
 
 interface SnapshotRun {
   aborted: boolean;
+  /** False: written as fast as slices are cut, whatever the pace (someone waits for it). */
+  readonly paced: boolean;
   done: Promise<Snapshot | null>;
   /** The pause between two slices, while one runs: `abort` ends it at once. */
   pause: { readonly timer: TimerHandle; readonly resume: () => void } | null;
@@ -132,14 +134,16 @@ export class Snapshotter {
    * Snapshots the machine as it is now (its applied index must be `meta.index`), slice by
    * slice, into storage. Resolves with the snapshot once it is durable and
    * installed in storage, or null when it was aborted or a newer one got there first.
+   * `paced` false writes it without the pace's waits: an export waits for this one.
    */
-  take(meta: SnapshotMeta): Promise<Snapshot | null> {
+  take(meta: SnapshotMeta, paced = true): Promise<Snapshot | null> {
     if (this.current !== null) throw new Error('assertion failed: a snapshot is being taken');
     if (this.machine.appliedIndex !== meta.index) {
       throw new Error(`assertion failed: snapshot meta ${meta.index} is not the applied index ` +
         `${this.machine.appliedIndex}`);
     }
-    const run: SnapshotRun = { aborted: false, done: Promise.resolve(null), pause: null };
+    const run: SnapshotRun = { aborted: false, paced, done: Promise.resolve(null),
+      pause: null };
     const dataBytes = this.machine.snapshotBegin();
     this.dataBytes = dataBytes;
     run.done = this.write(run, meta, dataBytes).finally(() => {
@@ -157,7 +161,7 @@ export class Snapshotter {
       const startMs = this.pace?.scheduler.nowMs() ?? 0;
       let written = 0;
       while (!run.aborted) {
-        if (this.pace !== null && written > 0 && written < dataBytes) {
+        if (this.pace !== null && run.paced && written > 0 && written < dataBytes) {
           await this.waitForPace(run, startMs, written, dataBytes, this.pace);
           if (run.aborted) break;
         }

@@ -240,6 +240,17 @@ it('a paced snapshot stops waiting once the log outgrows a snapshot interval', a
   expect(clock.pending).toBe(0);
 });
 
+it('a snapshot taken unpaced on a paced snapshotter never waits', async () => {
+  const { storage } = await storageIn();
+  const h = loaded(2000);
+  const clock = new ManualClock();
+  const snapshotter = new Snapshotter(h.m, storage, 4096,
+    { bytesPerSecond: 1024, scheduler: clock });
+  const taken = await snapshotter.take(metaOf(h), false);
+  expect(taken?.dataBytes).toBeGreaterThan(4096 * 10);
+  expect(clock.waits).toEqual([]);
+});
+
 it('an abort ends a paced snapshot\'s wait at once and leaves no file', async () => {
   const { dir, storage } = await storageIn();
   const h = loaded(2000);
