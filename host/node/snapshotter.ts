@@ -53,8 +53,7 @@ export const PACE_PREIMAGE_BYTES_MIN = 16 * 1024 * 1024;
  * (a 2 GiB state takes 32 s at the default pace, while 100,000 puts come in 4 s): the next
  * snapshot also waits until the log since the last one holds this share of its size. A
  * restart then replays about that much log (and what came while the next one was written)
- * besides restoring the snapshot, so its time
- * stays in proportion to the state's.
+ * besides restoring the snapshot, so its time stays in proportion to the state's.
  */
 export const SNAPSHOT_LOG_PERCENT_DEFAULT = 25;
 
