@@ -126,7 +126,6 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
   };
 }
 
-/** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
 /** Each snapshot milestone goes to /metrics and to the log. */
 function reportSnapshot(metrics: NodeMetrics,
   logger: Logger): (event: SnapshotEvent) => void {
@@ -137,6 +136,7 @@ function reportSnapshot(metrics: NodeMetrics,
   };
 }
 
+/** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
 export async function serve(config: NodeConfig): Promise<void> {
   const startup = new StartupTimeline('process started');
   const logger = createLogger(config.logLevel);

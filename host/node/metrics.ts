@@ -16,6 +16,7 @@ import {
   Registry,
 } from 'prom-client';
 import type { RequestMetrics } from '../http/guards.js';
+import type { SnapshotEvent } from './replica.js';
 import { PlainCounter, PlainHistogram } from './plain-metrics.js';
 
 /** Latency buckets in seconds, from 100 us to 10 s. */
@@ -30,14 +31,6 @@ export const LATENCY_BUCKETS_SECONDS: readonly number[] = [
 export const SNAPSHOT_BUCKETS_SECONDS: readonly number[] = [
   0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
 ];
-
-/** A snapshot's milestone, as the replica reports it (replica.ts, SnapshotEvent). */
-export interface SnapshotMilestone {
-  readonly kind: 'begun' | 'taken' | 'abandoned' | 'installed' | 'restored';
-  readonly index: number;
-  readonly dataBytes: number;
-  readonly ms: number;
-}
 
 /** Distinct values one bounded label may take; later values are reported as `other`. */
 export const LABEL_VALUES_MAX = 64;
@@ -293,7 +286,7 @@ export class NodeMetrics implements RequestMetrics {
   }
 
   /** A snapshot began, became durable, was abandoned, installed or restored. */
-  snapshotMilestone(event: SnapshotMilestone): void {
+  snapshotMilestone(event: SnapshotEvent): void {
     this.snapshots.inc({ event: event.kind });
     if (event.kind === 'begun') {
       this.snapshotWriting.set(1);

@@ -326,11 +326,13 @@ export class Replica implements KvService, MembersService {
     }, { core: () => this.core, transport: deps.transport, scheduler: deps.scheduler,
       pump: () => this.pump(), isRunning: () => this.state === 'running' });
     this.checkpoints = new CheckpointSchedule(options.digestEvery ?? DIGEST_EVERY_DEFAULT);
-    this.snapshotter = new Snapshotter(deps.machine, deps.storage, SNAPSHOT_SLICE_BYTES, {
-      bytesPerSecond: options.snapshotBytesPerSec ?? 0, scheduler: deps.scheduler,
-      // Counted from the snapshot's begin: maybeSnapshot starts the count again there.
-      logOutgrew: () => this.logBytesSinceSnapshot >= options.snapshotEveryBytes,
-    });
+    const bytesPerSecond = options.snapshotBytesPerSec ?? 0;
+    this.snapshotter = new Snapshotter(deps.machine, deps.storage, SNAPSHOT_SLICE_BYTES,
+      bytesPerSecond <= 0 ? null : {
+        bytesPerSecond, scheduler: deps.scheduler,
+        // Counted from the snapshot's begin: maybeSnapshot starts the count again there.
+        logOutgrew: () => this.logBytesSinceSnapshot >= options.snapshotEveryBytes,
+      });
     this.receiver = new SnapshotReceiver(deps.storage);
     this.chunkSender = new ChunkSender(deps.storage,
       (message) => this.deps.transport.send(message.to, encodeMessage(message)),
