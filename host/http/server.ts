@@ -464,7 +464,9 @@ class HttpApp {
     if (res.completed) return answer.status;
     // A HEAD answer must carry no body: bytes after it would corrupt a keep-alive stream.
     const bodyless = exchange.method === 'HEAD';
-    res.status(answer.status);
+    // uWebSockets answers 200 OK unless told otherwise; a status set through hyper-express is
+    // a string built per call ("200 OK") and converted to UTF-8 by uWebSockets.
+    if (answer.status !== 200) res.status(answer.status);
     res.header('x-request-id', exchange.requestId);
     if (answer instanceof KvError) {
       res.header('content-type', JSON_TYPE);

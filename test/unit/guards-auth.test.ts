@@ -46,6 +46,15 @@ describe('JwtAuthenticator with auth off', () => {
     expect(rolesOf(await auth.authenticate(undefined))).toEqual(['admin']);
     expect(rolesOf(await auth.authenticate('Bearer garbage'))).toEqual(['admin']);
   });
+
+  it('lets the verdict it gives every caller use every access level', async () => {
+    const auth = new JwtAuthenticator({ enabled: false, secret: '' });
+    const verdict = await auth.authenticate(undefined);
+    if (!verdict.ok) throw new Error('auth off refused a caller');
+    for (const access of ['read', 'write', 'admin'] as const) {
+      expect(auth.allows(verdict.roles, access)).toBe(true);
+    }
+  });
 });
 
 describe('JwtAuthenticator with auth on', () => {
