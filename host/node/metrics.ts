@@ -100,6 +100,13 @@ export class NodeMetrics implements RequestMetrics {
   private readonly requestSeries = new Map<string, Map<string, RouteSeries>>();
   /** `<route label> <method label>` -> series: what is rendered. */
   private readonly seriesByLabels = new Map<string, RouteSeries>();
+  /**
+   * The series of the last request, and its route and method as given: under load most
+   * requests in a row share them, and need no lookup.
+   */
+  private lastSeries: RouteSeries | null = null;
+  private lastRoute = '';
+  private lastMethod = '';
   private readonly latency = new PlainHistogram('hivekv_http_request_duration_seconds',
     'Time from request to response, by route template and method.', LATENCY_BUCKETS_SECONDS,
     ['route', 'method']);
@@ -196,7 +203,13 @@ export class NodeMetrics implements RequestMetrics {
 
   /** One answered request. `route` must be the route template (`/api/v1/kv/:ns/:key`). */
   observeRequest(route: string, method: string, status: number, seconds: number): void {
-    const series = this.seriesOf(route, method);
+    let series = this.lastSeries;
+    if (series === null || route !== this.lastRoute || method !== this.lastMethod) {
+      series = this.seriesOf(route, method);
+      this.lastSeries = series;
+      this.lastRoute = route;
+      this.lastMethod = method;
+    }
     const code = Number.isInteger(status) && status >= 100 && status <= 599 ? status : 0;
     series.statuses.set(code, (series.statuses.get(code) ?? 0) + 1);
     this.latency.observe(series.latency, seconds);

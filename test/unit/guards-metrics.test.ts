@@ -140,6 +140,24 @@ describe('NodeMetrics', () => {
     expect(text).toContain(`hivekv_refusals_total{reason="${OVERFLOW_LABEL}"} 10`);
   });
 
+  it('counts each request in its own series when routes and methods alternate', async () => {
+    const metrics = new NodeMetrics({ defaultMetrics: false });
+    const calls: Array<[string, string, number]> = [
+      [KV_ROUTE, 'GET', 200], ['/api/v1/kv', 'POST', 200], [KV_ROUTE, 'GET', 404],
+      [KV_ROUTE, 'PUT', 200], [KV_ROUTE, 'PUT', 200], [KV_ROUTE, 'GET', 200],
+    ];
+    for (const [route, method, status] of calls) {
+      metrics.observeRequest(route, method, status, 0.001);
+    }
+    const text = await metrics.render();
+    const count = (route: string, method: string, status: number): string =>
+      `hivekv_http_requests_total{route="${route}",method="${method}",status="${status}"}`;
+    expect(text).toContain(`${count(KV_ROUTE, 'GET', 200)} 2\n`);
+    expect(text).toContain(`${count(KV_ROUTE, 'GET', 404)} 1\n`);
+    expect(text).toContain(`${count(KV_ROUTE, 'PUT', 200)} 2\n`);
+    expect(text).toContain(`${count('/api/v1/kv', 'POST', 200)} 1\n`);
+  });
+
   it('ignores nonsense observations instead of throwing into a request', async () => {
     const metrics = new NodeMetrics({ defaultMetrics: false });
     metrics.observeRequest(KV_ROUTE, 'GET', 200, Number.NaN);
