@@ -35,7 +35,16 @@ export function entryBytes(entry: Entry): number {
 }
 
 export function raftAssert(condition: boolean, what: string): asserts condition {
-  if (!condition) throw new Error(`raft invariant violated: ${what}`);
+  if (!condition) raftFail(what);
+}
+
+/**
+ * A broken invariant. Checks on the path of every call test first and build their message
+ * only here: a template with numbers in it costs its conversions and concatenation (about
+ * 40 ns) each time, failing or not.
+ */
+export function raftFail(what: string): never {
+  throw new Error(`raft invariant violated: ${what}`);
 }
 
 export class RaftLog {
@@ -213,14 +222,14 @@ export class RaftLog {
   /** Raises `commitIndex`; asserts that it never decreases nor passes the last index. */
   commitTo(index: number): boolean {
     if (index <= this.commitIndex) return false;
-    raftAssert(index <= this.lastIndex(), `commit ${index} beyond last ${this.lastIndex()}`);
+    if (index > this.lastIndex()) raftFail(`commit ${index} beyond last ${this.lastIndex()}`);
     this.commitIndex = index;
     return true;
   }
 
   /** Entries in [lo, hi], at most `maxBytes` (but at least one entry when lo <= hi). */
   slice(lo: number, hi: number, maxBytes: number): Entry[] {
-    raftAssert(lo >= this.firstIndex(), `slice from compacted index ${lo}`);
+    if (lo < this.firstIndex()) raftFail(`slice from compacted index ${lo}`);
     const out: Entry[] = [];
     let bytes = 0;
     for (let index = lo; index <= Math.min(hi, this.lastIndex()); index++) {
@@ -273,8 +282,8 @@ export class RaftLog {
 
   /** The driver applied everything up to `index`. */
   appliedTo(index: number): void {
-    raftAssert(index <= this.commitIndex, `applied ${index} > committed ${this.commitIndex}`);
-    raftAssert(index >= this.appliedIndex, `applied index moves back to ${index}`);
+    if (index > this.commitIndex) raftFail(`applied ${index} > committed ${this.commitIndex}`);
+    if (index < this.appliedIndex) raftFail(`applied index moves back to ${index}`);
     this.appliedIndex = index;
     this.applyingIndex = Math.max(this.applyingIndex, index);
   }

@@ -32,7 +32,9 @@ import {
   applyChange, bootstrapConfiguration, encodeConfigEntry, isRefused, roleOf, VOTERS_MAX,
   type MembershipChange, type MembershipRefusal,
 } from './configuration.js';
-import { entryBytes, raftAssert, RaftLog, type IndexedConfiguration } from './log.js';
+import {
+  entryBytes, raftAssert, raftFail, RaftLog, type IndexedConfiguration,
+} from './log.js';
 import type { Message } from './messages.js';
 import { Progress } from './progress.js';
 import { committedIndex, voteResult } from './quorum.js';
@@ -636,7 +638,7 @@ class Raft implements RaftCore {
   }
 
   private becomeFollower(term: number, leader: string | null): void {
-    raftAssert(term >= this.term, `term moves back from ${this.term} to ${term}`);
+    if (term < this.term) raftFail(`term moves back from ${this.term} to ${term}`);
     if (term > this.term) {
       this.term = term;
       this.votedFor = null;
@@ -1072,7 +1074,7 @@ class Raft implements RaftCore {
     if (pr.nextIndex < this.log.firstIndex()) return this.startSnapshot(to, pr);
     const prevLogIndex = pr.nextIndex - 1;
     const prevLogTerm = this.log.term(prevLogIndex);
-    raftAssert(prevLogTerm !== null, `no term at ${prevLogIndex} for ${to}`);
+    if (prevLogTerm === null) raftFail(`no term at ${prevLogIndex} for ${to}`);
     const entries = this.log.slice(pr.nextIndex, this.log.lastIndex(),
       this.config.maxEntriesBytesPerAppend);
     if (entries.length === 0 && !allowEmpty) return false;
