@@ -32,6 +32,16 @@ function entries(from: number, count: number, term = 1): Entry[] {
   }));
 }
 
+/** True once a `.prealloc` spare is in `walDir`, looking every 10 ms for up to `timeoutMs`. */
+async function spareAppears(walDir: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if ((await readdir(walDir)).some((name) => name.endsWith('.prealloc'))) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 async function freshDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'hivekv-prealloc-'));
   dirs.push(dir);
@@ -77,9 +87,10 @@ it('a new log writes into a zero-filled segment of the full size', async () => {
   const bytes = await readFile(path);
   expect(bytes.subarray(recordOffset(5)).every((byte) => byte === 0)).toBe(true);
   expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5]);
-  // While open, a spare for the next segment waits beside it; closing removes it.
+  // While open, a spare for the next segment waits beside it; closing removes it. A log that
+  // has segments prepares it in the background (open does not wait), so look until it shows.
   const storage = await open(dir);
-  expect((await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc'))).toBe(true);
+  expect(await spareAppears(join(dir, 'wal'), 10_000)).toBe(true);
   await storage.close();
   expect((await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc')))
     .toBe(false);
