@@ -15,6 +15,7 @@ import {
   RECORD_HEADER_BYTES, SECTOR_BYTES, SEGMENT_HEADER_BYTES,
 } from '../../host/storage/record.js';
 import { StorageCorruptionError } from '../../host/storage/storage.js';
+import { waitFor } from '../helpers/cluster.js';
 
 const SEGMENT_BYTES = 16 * 1024;
 const DATA_BYTES = 100;
@@ -30,16 +31,6 @@ function entries(from: number, count: number, term = 1): Entry[] {
     term, index: from + i, timeMs: 5_000 + i, type: 'normal' as const,
     data: Uint8Array.from({ length: DATA_BYTES }, (_, j) => (from + i + j + 1) & 0xff),
   }));
-}
-
-/** True once a `.prealloc` spare is in `walDir`, looking every 10 ms for up to `timeoutMs`. */
-async function spareAppears(walDir: string, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if ((await readdir(walDir)).some((name) => name.endsWith('.prealloc'))) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 async function freshDir(): Promise<string> {
@@ -90,7 +81,8 @@ it('a new log writes into a zero-filled segment of the full size', async () => {
   // While open, a spare for the next segment waits beside it; closing removes it. A log that
   // has segments prepares it in the background (open does not wait), so look until it shows.
   const storage = await open(dir);
-  expect(await spareAppears(join(dir, 'wal'), 10_000)).toBe(true);
+  await waitFor('a spare segment', 10_000, async () =>
+    (await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc')) || undefined);
   await storage.close();
   expect((await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc')))
     .toBe(false);
