@@ -1,7 +1,7 @@
 // FileStorage's log on real files: append/sync/recover, segment rolls, suffix overwrite
 // (Raft §5.3) within and across segments, the hole assertion, group commit and close.
 import fs from 'node:fs';
-import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -196,28 +196,28 @@ it('calls made before recover() or after close() are refused', async () => {
 });
 
 interface FdatasyncCalls {
-  /** Handed to the thread pool (`FileHandle.datasync`). */
+  /** Handed to the thread pool (`fs.fdatasync`). */
   pooled: number;
   /** Made on the calling thread (`fs.fdatasyncSync`). */
   onLoop: number;
 }
 
 /**
- * Runs `body` with every fdatasync counted, each still made (an fdatasync on the calling
- * thread by `onLoop` instead, when given); both are restored after it.
+ * Runs `body` with every fdatasync counted, each still made (one on the calling thread by
+ * `onLoop` instead, one on the thread pool by `inPool`, when given); both are restored after.
  */
-async function withFdatasyncsCounted(dir: string, body: (calls: FdatasyncCalls) => Promise<void>,
-  onLoop: (fd: number) => void = fs.fdatasyncSync): Promise<void> {
-  const probe = await open(join(dir, 'probe'), 'w');
-  const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
-  await probe.close();
-  const pooled = fileHandle.datasync;
+async function withFdatasyncsCounted(body: (calls: FdatasyncCalls) => Promise<void>,
+  onLoop: (fd: number) => void = fs.fdatasyncSync,
+  inPool: typeof fs.fdatasync = fs.fdatasync): Promise<void> {
+  // A sync's lock is let go a few microtasks after it resolves: start with none held.
+  await new Promise((resolve) => setImmediate(resolve));
+  const pooled = fs.fdatasync;
   const real = fs.fdatasyncSync;
   const calls: FdatasyncCalls = { pooled: 0, onLoop: 0 };
-  fileHandle.datasync = function (this: unknown) {
+  fs.fdatasync = ((fd: number, callback: fs.NoParamCallback) => {
     calls.pooled++;
-    return pooled.call(this);
-  };
+    inPool(fd, callback);
+  }) as typeof fs.fdatasync;
   fs.fdatasyncSync = (fd: number) => {
     calls.onLoop++;
     onLoop(fd);
@@ -226,7 +226,7 @@ async function withFdatasyncsCounted(dir: string, body: (calls: FdatasyncCalls) 
   try {
     await body(calls);
   } finally {
-    fileHandle.datasync = pooled;
+    fs.fdatasync = pooled;
     fs.fdatasyncSync = real;
     syncBuiltinESMExports();
   }
@@ -238,7 +238,7 @@ it('with nothing else running, a sync hands its fdatasync to the OS within the c
   await storage.recover();
   storage.append(entries({ from: 1, terms: [1] }));
   await storage.sync();
-  await withFdatasyncsCounted(dir, async (calls) => {
+  await withFdatasyncsCounted(async (calls) => {
     storage.append(entries({ from: 2, terms: [1] }));
     storage.startWrite();
     const synced = storage.sync();
@@ -258,7 +258,7 @@ it('a small group\'s sync may fdatasync on the loop, only when nothing else must
     storage.setHardState({ term: 1, votedFor: 'n1', commitIndex: 0 });
     storage.append(entries({ from: 1, terms: [1] }));
     await storage.sync();
-    await withFdatasyncsCounted(dir, async (calls) => {
+    await withFdatasyncsCounted(async (calls) => {
       // Written through, no new term or vote: durable before sync returns, on this thread.
       storage.append(entries({ from: 2, terms: [1] }));
       storage.startWrite();
@@ -308,12 +308,33 @@ it('a failed fdatasync on the loop rejects the sync, and the storage refuses fro
     const failing = (): void => {
       throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
     };
-    await withFdatasyncsCounted(dir, async (calls) => {
+    await withFdatasyncsCounted(async (calls) => {
       storage.append(entries({ from: 2, terms: [1] }));
       storage.startWrite();
       await expect(storage.sync({ onLoop: true })).rejects.toThrow(/EIO/);
       expect(calls).toEqual({ pooled: 0, onLoop: 1 });
     }, failing);
+    expect(() => storage.append(entries({ from: 3, terms: [1] }))).toThrow(/refused/);
+    await expect(storage.sync()).rejects.toThrow(/refused/);
+    await storage.close();
+  });
+
+it('a failed fdatasync on the thread pool rejects the sync, and the storage refuses from then on',
+  async () => {
+    const dir = await freshDir();
+    const storage = new FileStorage(dir);
+    await storage.recover();
+    storage.append(entries({ from: 1, terms: [1] }));
+    await storage.sync();
+    const failing = ((_fd: number, callback: fs.NoParamCallback): void => {
+      setImmediate(() => callback(Object.assign(new Error('EIO: i/o error, fdatasync'),
+        { code: 'EIO', errno: -5, syscall: 'fdatasync' })));
+    }) as typeof fs.fdatasync;
+    await withFdatasyncsCounted(async (calls) => {
+      storage.append(entries({ from: 2, terms: [1] }));
+      await expect(storage.sync()).rejects.toThrow(/EIO/);
+      expect(calls.pooled).toBeGreaterThanOrEqual(1);
+    }, fs.fdatasyncSync, failing);
     expect(() => storage.append(entries({ from: 3, terms: [1] }))).toThrow(/refused/);
     await expect(storage.sync()).rejects.toThrow(/refused/);
     await storage.close();
