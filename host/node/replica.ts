@@ -59,6 +59,7 @@ import {
 import {
   ChunkSender, restoreMachine, SNAPSHOT_SLICE_BYTES, snapshotDue, SnapshotReceiver, Snapshotter,
 } from './snapshotter.js';
+import { thinAppendAnswers } from './append-answers.js';
 import { SyncPlacement } from './sync-placement.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
@@ -851,7 +852,7 @@ export class Replica implements KvService, MembersService {
     const afterSync = this.storageDirty ? this.syncsStarted + 1
       : this.syncInFlight !== null ? this.syncsStarted : 0;
     if (ready.messages.length > 0) {
-      if (afterSync <= this.syncsDone) this.sendAll(ready.messages);
+      if (afterSync <= this.syncsDone) this.sendAll(thinAppendAnswers(ready.messages));
       else this.messagesAwaitingSync.push({ messages: ready.messages, afterSync });
     }
     this.noteReadStates(ready);
@@ -899,10 +900,16 @@ export class Replica implements KvService, MembersService {
     this.syncInFlight = null;
     this.syncsDone = ticket;
     if (this.state === 'stopped') return;
+    // What this fsync released goes out together, a follower's answers thinned to the ones
+    // that tell its leader something (append-answers.ts).
     const waiting = this.messagesAwaitingSync;
+    let released: readonly Message[] = [];
+    let batches = 0;
     while (waiting.length > 0 && (waiting[0]?.afterSync ?? Infinity) <= ticket) {
-      this.sendAll(waiting.shift()!.messages);
+      const next = waiting.shift()!.messages;
+      released = batches++ === 0 ? next : [...released, ...next];
     }
+    if (batches > 0) this.sendAll(thinAppendAnswers(released));
     if (covered.index > 0) this.core.persisted(covered.index, covered.term);
     // Writes handed over while this fsync ran go to the disk now, before this one's calls
     // are applied and answered: the disk is the bottleneck, so it never waits for the CPU.
