@@ -1,5 +1,6 @@
 /**
- * A follower's answers to appends, thinned before they are sent. A follower answers every
+ * The messages a Ready leaves waiting for an fsync, released when it completes, and a
+ * follower's answers to appends among them thinned before they are sent. A follower answers every
  * append once it is durable, and one fsync makes several appends durable at once (under
  * load two or three: bench/RESULTS.md, "Idle cores under puts"): of the successes it then
  * sends one leader in one term, only the one with the highest match index tells the leader
@@ -45,4 +46,25 @@ export function thinAppendAnswers(messages: readonly Message[]): readonly Messag
   if (kept === null || superseded === 0) return messages;
   const keptAt = new Set(kept.values());
   return messages.filter((message, i) => !isSuccess(message) || keptAt.has(i));
+}
+
+/** Messages of one Ready, waiting for the fsync numbered `afterSync`. */
+export interface AwaitingSync {
+  readonly messages: readonly Message[];
+  readonly afterSync: number;
+}
+
+/**
+ * Takes from the front of `waiting` (oldest first) every batch the fsync numbered `ticket`
+ * released, and returns their messages as one list, thinned: what one fsync releases goes
+ * out together, so answers from several Readies thin against each other.
+ */
+export function releaseAfterSync(waiting: AwaitingSync[], ticket: number): readonly Message[] {
+  let released: readonly Message[] = [];
+  let batches = 0;
+  while (waiting.length > 0 && waiting[0]!.afterSync <= ticket) {
+    const next = waiting.shift()!.messages;
+    released = batches++ === 0 ? next : [...released, ...next];
+  }
+  return thinAppendAnswers(released);
 }

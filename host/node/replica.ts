@@ -52,6 +52,9 @@ import type {
   ParseOutcome, RequestFrame, RequestLimits,
 } from '../machine/request.js';
 import type { AnswerHeader } from '../machine/codec.js';
+import {
+  type AwaitingSync, releaseAfterSync, thinAppendAnswers,
+} from './append-answers.js';
 import { Membership } from './membership.js';
 import {
   CheckpointSchedule, DIGEST_EVERY_DEFAULT, DivergenceError,
@@ -59,7 +62,6 @@ import {
 import {
   ChunkSender, restoreMachine, SNAPSHOT_SLICE_BYTES, snapshotDue, SnapshotReceiver, Snapshotter,
 } from './snapshotter.js';
-import { thinAppendAnswers } from './append-answers.js';
 import { SyncPlacement } from './sync-placement.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
@@ -301,8 +303,7 @@ export class Replica implements KvService, MembersService {
   private readonly endSyncTurn = (): void => this.syncPlacement.endTurn();
   private readonly endSyncTurnSoon = (): void => this.deps.scheduler.soon(this.endSyncTurn);
   /** Messages of taken Readies waiting for the fsync numbered `afterSync`, oldest first. */
-  private readonly messagesAwaitingSync: Array<{ messages: readonly Message[];
-    afterSync: number }> = [];
+  private readonly messagesAwaitingSync: AwaitingSync[] = [];
   /** A received snapshot being installed: Readies wait until it is done. */
   private installing: Promise<void> | null = null;
   /** The newest durable snapshot, with the digest of the state it holds (for exports). */
@@ -901,15 +902,8 @@ export class Replica implements KvService, MembersService {
     this.syncsDone = ticket;
     if (this.state === 'stopped') return;
     // What this fsync released goes out together, a follower's answers thinned to the ones
-    // that tell its leader something (append-answers.ts).
-    const waiting = this.messagesAwaitingSync;
-    let released: readonly Message[] = [];
-    let batches = 0;
-    while (waiting.length > 0 && (waiting[0]?.afterSync ?? Infinity) <= ticket) {
-      const next = waiting.shift()!.messages;
-      released = batches++ === 0 ? next : [...released, ...next];
-    }
-    if (batches > 0) this.sendAll(thinAppendAnswers(released));
+    // that tell its leader something.
+    this.sendAll(releaseAfterSync(this.messagesAwaitingSync, ticket));
     if (covered.index > 0) this.core.persisted(covered.index, covered.term);
     // Writes handed over while this fsync ran go to the disk now, before this one's calls
     // are applied and answered: the disk is the bottleneck, so it never waits for the CPU.

@@ -1,12 +1,15 @@
 /**
  * A follower's answers released by one fsync, thinned (host/node/append-answers.ts): of the
  * successes to one leader in one term only the highest match index goes out; refusals and
- * every other message go out as they were, in their order.
+ * every other message go out as they were, in their order. What one fsync releases, from
+ * every Ready that waited for it, is thinned as one list; later Readies keep waiting.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { AppendResponseMessage, Message } from '../../host/core/raft/messages.js';
-import { thinAppendAnswers } from '../../host/node/append-answers.js';
+import {
+  type AwaitingSync, releaseAfterSync, thinAppendAnswers,
+} from '../../host/node/append-answers.js';
 import { testSeed } from '../helpers/seed.js';
 
 function success(to: string, term: number, matchIndex: number): AppendResponseMessage {
@@ -24,7 +27,7 @@ function heartbeatAnswer(to: string, term: number, readContext: number): Message
 }
 
 describe('thinAppendAnswers', () => {
-  it('keeps the success with the highest match index, where the last one stood', () => {
+  it('keeps the success with the highest match index, in its own place', () => {
     const messages = [success('n1', 3, 10), heartbeatAnswer('n1', 3, 7), success('n1', 3, 14),
       success('n1', 3, 12)];
     expect(thinAppendAnswers(messages)).toEqual([heartbeatAnswer('n1', 3, 7),
@@ -78,4 +81,21 @@ describe('thinAppendAnswers', () => {
       for (const m of keptSuccesses) expect(m.matchIndex).toBe(best.get(`${m.to}/${m.term}`));
     }), { seed, numRuns: 2000 });
   });
+});
+
+describe('releaseAfterSync', () => {
+  it('sends what the fsync released as one thinned list, and leaves later Readies waiting',
+    () => {
+      const waiting: AwaitingSync[] = [
+        { messages: [refusal('n1', 3, 8), success('n1', 3, 10)], afterSync: 4 },
+        { messages: [heartbeatAnswer('n1', 3, 2), success('n1', 3, 12)], afterSync: 5 },
+        { messages: [success('n1', 3, 13)], afterSync: 6 },
+      ];
+      expect(releaseAfterSync(waiting, 5)).toEqual([refusal('n1', 3, 8),
+        heartbeatAnswer('n1', 3, 2), success('n1', 3, 12)]);
+      expect(waiting.map((batch) => batch.afterSync)).toEqual([6]);
+      expect(releaseAfterSync(waiting, 5)).toEqual([]);
+      expect(releaseAfterSync(waiting, 6)).toEqual([success('n1', 3, 13)]);
+      expect(waiting).toEqual([]);
+    });
 });
