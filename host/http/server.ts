@@ -11,6 +11,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import HyperExpress from 'hyper-express';
 import type { Request, Response } from 'hyper-express';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { Slabs } from '../core/slabs.js';
 import type { AnswerHeader } from '../machine/codec.js';
 import type { NodeConfig } from '../node/config.js';
@@ -28,6 +29,9 @@ import type {
 import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import { streamBody } from './stream-body.js';
+import {
+  type BodyDone as BodyDoneOf, type CallRequest, type CallResponse, UwsCall,
+} from './uws-call.js';
 import { IDEMPOTENCY_HEADER, keyedOrRefused, REPLAYED_HEADERS } from './idempotency.js';
 import { renderEmptyTransaction } from './transaction.js';
 import {
@@ -46,6 +50,11 @@ export interface HttpDeps {
   readonly logger: RequestLogger;
   /** The console and the operator's read routes (`operator.ts`); without them, 404. */
   readonly operator?: OperatorDeps;
+  /**
+   * False serves the KV routes through hyper-express's request and response like every
+   * other route; by default they are served on uWebSockets directly (`uws-call.ts`).
+   */
+  readonly kvDirect?: boolean;
 }
 
 export interface HttpServerHandle {
@@ -66,6 +75,8 @@ const DRAIN_TIMEOUT_MS_MAX = 60_000;
 const JSON_TYPE = 'application/json';
 const EMPTY_RESULTS = '{"results":[]}';
 const TENANT_HEADER = 'x-queen-tenant';
+/** The uWebSockets patterns of the KV routes (routes.ts): the batch, the paths, a transaction. */
+const KV_DIRECT_PATTERNS = ['/api/v1/kv', '/api/v1/kv/*', '/api/v1/transaction'];
 
 /**
  * An answer to send as it is: the host's own, or one the machine rendered (a machine answer
@@ -107,7 +118,7 @@ class Exchange implements CallSink {
 
   constructor(
     private readonly app: HttpApp,
-    readonly res: Response,
+    readonly res: CallResponse,
     readonly requestId: string,
     readonly method: string,
     readonly route: RouteMatch | null,
@@ -153,6 +164,18 @@ export async function startHttpServer(deps: HttpDeps, host: string,
     void app.serve(req, res);
   };
   server.any('/*', handler);
+  if (deps.kvDirect !== false) {
+    // Beside hyper-express's catch-all, on its own uWebSockets app: a static path outranks a
+    // wildcard, and a call this path does not take goes on to the catch-all (uws-call.ts).
+    const maxBodyBytes = deps.config.limits.maxBodyBytes;
+    const direct = (res: HttpResponse, req: HttpRequest): void => {
+      const call = UwsCall.accept(res, req, maxBodyBytes);
+      if (call !== null) app.serve(call, call);
+    };
+    const uws = server.uws_instance as unknown as {
+      any(pattern: string, handler: typeof direct): unknown };
+    for (const pattern of KV_DIRECT_PATTERNS) uws.any(pattern, direct);
+  }
   await server.listen(port, host);
   return {
     port: server.port,
@@ -185,7 +208,7 @@ class HttpApp {
    * delivers its body's last bytes. Other routes, and a token's first verification, are
    * asynchronous and answer through a Promise.
    */
-  serve(req: Request, res: Response): void {
+  serve(req: CallRequest, res: CallResponse): void {
     const startedMs = performance.now();
     const method = req.method;
     const exchange = new Exchange(this, res, this.requestIdOf(req.headers['x-request-id']),
@@ -248,7 +271,7 @@ class HttpApp {
    * The answer to send now, or a Promise of it, or null once a KV route took the exchange
    * over (it finishes it itself, when the body is read and the node answered).
    */
-  private answer(exchange: Exchange, req: Request): Answer | null | Promise<Answer | null> {
+  private answer(exchange: Exchange, req: CallRequest): Answer | null | Promise<Answer | null> {
     const route = exchange.route;
     if (this.stopping) return SHUTTING_DOWN;
     if (route === null) return NOT_FOUND;
@@ -271,7 +294,7 @@ class HttpApp {
 
   /** The route's answer once the guards let the call through. */
   private routed(exchange: Exchange, route: RouteMatch,
-    req: Request): Answer | null | Promise<Answer | null> {
+    req: CallRequest): Answer | null | Promise<Answer | null> {
     switch (route.id) {
       case 'kvBatch':
       case 'kvPath':
@@ -284,7 +307,7 @@ class HttpApp {
   }
 
   private async otherRoute(exchange: Exchange, route: RouteMatch,
-    req: Request): Promise<Answer | null> {
+    req: CallRequest): Promise<Answer | null> {
     switch (route.id) {
       case 'kvBatch':
       case 'kvPath':
@@ -330,7 +353,7 @@ class HttpApp {
    * exchange over: it is finished here, at once or once the body is read (most path-route
    * reads have none, and finish in this call).
    */
-  private kvRoute(exchange: Exchange, route: RouteMatch, req: Request): void {
+  private kvRoute(exchange: Exchange, route: RouteMatch, req: CallRequest): void {
     const resolved = this.deps.tenants.resolve(req.headers[TENANT_HEADER]);
     if (!resolved.ok) {
       this.finish(exchange, kvError('kv_bad_request', 'kv_bad_tenant', resolved.detail));
@@ -351,7 +374,7 @@ class HttpApp {
   }
 
   /** A KV call with its body: parsed, refused, answered at once, or submitted (null). */
-  private kvCall(exchange: Exchange, route: RouteMatch, req: Request, tenant: string,
+  private kvCall(exchange: Exchange, route: RouteMatch, req: CallRequest, tenant: string,
     body: Buffer | KvError | undefined): Answer | null {
     if (isKvError(body)) return body;
     const frame = this.frameOf(exchange, route, req, tenant, body ?? null);
@@ -376,7 +399,7 @@ class HttpApp {
       transactionId: frame.transactionId ?? null }, wire);
   }
 
-  private frameOf(exchange: Exchange, route: RouteMatch, req: Request, tenant: string,
+  private frameOf(exchange: Exchange, route: RouteMatch, req: CallRequest, tenant: string,
     body: Buffer | null): RequestFrame {
     const requireGrant = this.deps.config.requireGrant;
     if (route.id === 'kvBatch') return { route: 'batch', body, tenant, requireGrant };
@@ -433,7 +456,7 @@ class HttpApp {
     return null;
   }
 
-  private async kvTimers(req: Request): Promise<Answer> {
+  private async kvTimers(req: CallRequest): Promise<Answer> {
     const text = await readBody(req, this.deps.config.limits.maxBodyBytes);
     if (isKvError(text)) return text;
     const run = validateTimersBody(parseJsonBody(text ?? ''));
@@ -443,7 +466,7 @@ class HttpApp {
     return reply('{"kv":' + run + '}');
   }
 
-  private async kvQuota(method: string, rawTenant: string, req: Request): Promise<Answer> {
+  private async kvQuota(method: string, rawTenant: string, req: CallRequest): Promise<Answer> {
     const tenant = validateTenantSegment(rawTenant);
     if (isKvError(tenant)) return tenant;
     if (method === 'GET') {
@@ -460,7 +483,7 @@ class HttpApp {
     return reply(JSON.stringify({ tenant, quota }));
   }
 
-  private write(res: Response, exchange: Exchange, answer: Answer): number {
+  private write(res: CallResponse, exchange: Exchange, answer: Answer): number {
     if (res.completed) return answer.status;
     // A HEAD answer must carry no body: bytes after it would corrupt a keep-alive stream.
     const bodyless = exchange.method === 'HEAD';
@@ -485,7 +508,11 @@ class HttpApp {
       const headers = answer.headers ?? null;
       if (headers !== null) for (const name in headers) res.header(name, headers[name]!);
       if (answer.stream !== undefined && !bodyless) {
-        streamBody(res, answer.stream, (error) => this.internalError(exchange, error));
+        if (res instanceof UwsCall) {
+          throw new Error('assertion failed: a streamed answer on the KV routes\' direct path');
+        }
+        streamBody(res as Response, answer.stream,
+          (error) => this.internalError(exchange, error));
       } else {
         // uWebSockets sends any typed array's bytes; hyper-express's type names only Buffer,
         // and a Buffer over the machine's answer would cost a call into C++ to make.
@@ -580,22 +607,27 @@ function unavailable(result: { reason: string; detail: string;
  * `maxBytes`: a declared length is refused before a byte is read, a chunked body as soon as
  * it crosses the limit; the rest of it is then drained, not buffered.
  */
-function readBody(req: Request,
+function readBody(req: CallRequest,
   maxBytes: number): Promise<string | KvError | undefined> {
   return new Promise((resolve) => {
     readBodyBytes(req, maxBytes, (bytes) => resolve(bytes === undefined ? bytes : utf8(bytes)));
   });
 }
 
-/** What a body reader hands on: the body, a refusal, or undefined when none was sent. */
-type BodyDone = (body: Buffer | KvError | undefined) => void;
+type BodyDone = BodyDoneOf<KvError>;
 
 /**
  * `readBody`'s bytes, as they came (the KV routes hand them to the machine's parser), to
  * `done`: in this call when there is no body to wait for, else in the callback that
  * delivers its last bytes.
  */
-function readBodyBytes(req: Request, maxBytes: number, done: BodyDone): void {
+function readBodyBytes(req: CallRequest, maxBytes: number, done: BodyDone): void {
+  if (req instanceof UwsCall) {
+    // Taken only with a declared length within the limit (uws-call.ts).
+    req.readBody(done);
+    return;
+  }
+  const hyperRequest = req as Request;
   const chunked = (req.headers['transfer-encoding'] ?? '').includes('chunked');
   if (!chunked) {
     const length = req.headers['content-length'];
@@ -608,10 +640,10 @@ function readBodyBytes(req: Request, maxBytes: number, done: BodyDone): void {
       done(bodyTooLarge(maxBytes));
       return;
     }
-    readSized(req, declared, done);
+    readSized(hyperRequest, declared, done);
     return;
   }
-  readChunked(req, maxBytes, done);
+  readChunked(hyperRequest, maxBytes, done);
 }
 
 function utf8(buffer: Buffer | KvError): string | KvError {

@@ -5,10 +5,11 @@
 import { request, Agent } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startHttpServer, type HttpServerHandle } from '../../host/http/server.js';
-import type { RequestLogger, Role } from '../../host/http/guards.js';
+import type { Role } from '../../host/http/guards.js';
 import { DEFAULT_TENANT } from '../../host/machine/commands.js';
 import { loadConfig } from '../../host/node/config.js';
 import { FakeKvService } from '../helpers/fake-service.js';
+import { quietHttpDeps } from '../helpers/http-deps.js';
 import { createUnitRandom } from '../../host/core/prng.js';
 
 const SEED = Number(process.env['SEED'] ?? Date.now() % 2 ** 31);
@@ -105,8 +106,6 @@ beforeAll(async () => {
   // A fuzzed {"kv":false} would pause KV for the requests running beside it, and a paused
   // KV answers 503 by design; the switch itself is covered by the server tests.
   service.setPaused = async () => ({ kind: 'done', value: undefined });
-  const silent = () => undefined;
-  const logger: RequestLogger = { debug: silent, info: silent, warn: silent, error: silent };
   const roles = new Map<string, Role>([['Bearer admin', 'admin'], ['Bearer reader', 'read-only']]);
   handle = await startHttpServer({
     service, config,
@@ -120,12 +119,7 @@ beforeAll(async () => {
       allows: (r, access) => r.has('admin') || (access === 'read' ? true
         : access === 'write' && r.has('read-write')),
     },
-    tenants: { resolve: (h) => (h === undefined || h === '' || h === DEFAULT_TENANT
-      ? { ok: true, tenant: DEFAULT_TENANT } : { ok: false, detail: 'bad tenant' }) },
-    rateLimiter: { take: () => ({ ok: true }) },
-    metrics: { observeRequest: silent, refusal: silent, render: async () => 'up 1\n',
-      contentType: 'text/plain' },
-    logger,
+    ...quietHttpDeps(),
   }, '127.0.0.1', 0);
 });
 

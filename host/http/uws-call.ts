@@ -1,0 +1,278 @@
+/**
+ * A KV call read and answered on uWebSockets.js itself, beneath hyper-express.
+ *
+ * hyper-express wraps every request in a `Request` and a `Response` (two objects of twenty
+ * fields, a header object filled from every header, three closures, a status line built per
+ * answer): at 64 connections that layer cost about a fifth of a put's main-thread CPU (see
+ * docs/performance.md, "A call beneath hyper-express"). The KV routes are the hot path, so
+ * they are registered on the server's own uWebSockets app (`uws_instance`), where a call is
+ * one `UwsCall`: the request's fields, the few headers the HTTP layer reads, the body copied
+ * once into a buffer of its declared length, and the answer written in one cork.
+ *
+ * Only calls this path serves exactly as hyper-express would are taken: a body of a declared
+ * length within the limit, or none. Anything else (a chunked body, a length over the limit
+ * or not a plain number) is handed back to uWebSockets' router (`setYield`), which passes it
+ * to the hyper-express route behind, with its own readers and refusals.
+ *
+ * The I/O edge: no decision is made here; `server.ts` decides, through the same `serve` for
+ * both paths.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { Slabs } from '../core/slabs.js';
+
+/** The request headers the HTTP layer reads: only these are kept from a direct call. */
+export type CallHeaderName = keyof CollectedHeaders;
+export type CallHeaders = { readonly [name in CallHeaderName]?: string | undefined };
+
+/** What the HTTP layer reads of a request, on either path (hyper-express's `Request` too). */
+export interface CallRequest {
+  /** Upper case, `DELETE` spelled out. */
+  readonly method: string;
+  /** The raw path, still percent-encoded, without the query. */
+  readonly path: string;
+  /** The text after `?`, or undefined when the URL has none. */
+  readonly path_query: string | undefined;
+  readonly headers: CallHeaders;
+}
+
+/** What the HTTP layer does to a response, on either path (hyper-express's `Response` too). */
+export interface CallResponse {
+  /** True once answered, or once the client went away. */
+  readonly completed: boolean;
+  status(code: number): unknown;
+  header(name: string, value: string): unknown;
+  /** Any typed array's bytes are sent (hyper-express's type names only Buffer). */
+  send(body: string | Buffer): unknown;
+  close(): unknown;
+}
+
+/** What a body reader hands on: the body, a refusal, or undefined when none was sent. */
+export type BodyDone<Refusal> = (body: Buffer | Refusal | undefined) => void;
+
+
+/**
+ * Bodies of a declared length live for one call: cut from slabs of their own (slabs.ts), a
+ * body of 8 KiB or more its own allocation.
+ */
+const bodySlabs = new Slabs();
+
+/**
+ * uWebSockets reports methods in lower case; the common ones without a new string. A `Map`,
+ * not an object: a client names the method (uWebSockets closes the connection on a method it
+ * does not know, but that is its rule, not this lookup's).
+ */
+const METHODS: ReadonlyMap<string, string> = new Map([['get', 'GET'], ['put', 'PUT'],
+  ['post', 'POST'], ['delete', 'DELETE'], ['del', 'DELETE'], ['head', 'HEAD']]);
+
+/** `"404 Not Found"` for each status, built once: uWebSockets writes the line as given. */
+const statusLines = new Map<number, string>();
+
+function statusLine(code: number): string {
+  let line = statusLines.get(code);
+  if (line === undefined) {
+    line = `${code} ${STATUS_CODES[code] ?? 'Unknown'}`;
+    statusLines.set(code, line);
+  }
+  return line;
+}
+
+/** A declared length uWebSockets and this path agree on: digits only, no sign or space. */
+const PLAIN_LENGTH = /^[0-9]{1,15}$/;
+
+/**
+ * The headers a direct call keeps of those `forEach` shows it: one object shape for every
+ * call, a field for each header the HTTP layer reads (its type names them, so a read of any
+ * other does not compile).
+ */
+class CollectedHeaders {
+  authorization: string | undefined = undefined;
+  'content-length': string | undefined = undefined;
+  'idempotency-key': string | undefined = undefined;
+  'if-none-match': string | undefined = undefined;
+  'transfer-encoding': string | undefined = undefined;
+  'x-queen-tenant': string | undefined = undefined;
+  'x-request-id': string | undefined = undefined;
+}
+
+/** Where `collectHeader` writes: `forEach` runs it at once, so one slot serves every call. */
+let collecting = new CollectedHeaders();
+
+/** Keeps the headers `CollectedHeaders` names, found by comparing names (no hash of each). */
+function collectHeader(name: string, value: string): void {
+  switch (name) {
+    case 'authorization': collecting.authorization = value; break;
+    case 'content-length': collecting['content-length'] = value; break;
+    case 'idempotency-key': collecting['idempotency-key'] = value; break;
+    case 'if-none-match': collecting['if-none-match'] = value; break;
+    case 'transfer-encoding': collecting['transfer-encoding'] = value; break;
+    case 'x-queen-tenant': collecting['x-queen-tenant'] = value; break;
+    case 'x-request-id': collecting['x-request-id'] = value; break;
+    default: break;
+  }
+}
+
+/** The call `writeCorked` answers: cork runs it at once, so one slot serves every call. */
+let writing: UwsCall | null = null;
+
+function writeCorked(): void {
+  const call = writing!;
+  const res = call.res;
+  if (call.statusCode !== 200) res.writeStatus(statusLine(call.statusCode));
+  const headers = call.responseHeaders;
+  for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!);
+  res.end(call.answerBody ?? '');
+}
+
+export class UwsCall implements CallRequest, CallResponse {
+  readonly method: string;
+  readonly path: string;
+  readonly path_query: string | undefined;
+  readonly headers: CallHeaders;
+
+  completed = false;
+  statusCode = 200;
+  /** Name, value, name, value: written in the order they were set. */
+  readonly responseHeaders: string[] = [];
+  /** The answer, kept while the body still arrives (written once it has). */
+  answerBody: string | Uint8Array | null = null;
+
+  /** The body's buffer while it arrives; null when the call has none. */
+  private body: Buffer | null;
+  private received = 0;
+  private bodyWhole: boolean;
+  private bodyDone: BodyDone<never> | null = null;
+  /** An answer waits for the body's last bytes (hyper-express waits as well). */
+  private answerWaits = false;
+
+  private constructor(readonly res: HttpResponse, req: HttpRequest, headers: CallHeaders,
+    declared: number) {
+    const method = req.getMethod();
+    this.method = METHODS.get(method) ?? method.toUpperCase();
+    this.path = req.getUrl();
+    this.path_query = req.getQuery() as string | undefined;
+    this.headers = headers;
+    res.onAborted(() => {
+      this.completed = true;
+      this.body = null;
+    });
+    if (declared === 0) {
+      this.body = null;
+      this.bodyWhole = true;
+    } else {
+      this.body = bodySlabs.take(declared);
+      this.bodyWhole = false;
+      res.onData((chunk, isLast) => this.onChunk(chunk, isLast));
+    }
+  }
+
+  /**
+   * The call if this path serves it, else null once the router was told to look further
+   * (`setYield`): nothing of the response was touched, so the route behind gets it whole.
+   */
+  static accept(res: HttpResponse, req: HttpRequest, maxBodyBytes: number): UwsCall | null {
+    const headers = new CollectedHeaders();
+    collecting = headers;
+    req.forEach(collectHeader);
+    let declared = 0;
+    if (headers['transfer-encoding'] !== undefined) {
+      req.setYield(true);
+      return null;
+    }
+    const length = headers['content-length'];
+    if (length !== undefined) {
+      declared = PLAIN_LENGTH.test(length) ? Number(length) : Number.NaN;
+      if (!(declared <= maxBodyBytes)) {
+        req.setYield(true);
+        return null;
+      }
+    }
+    return new UwsCall(res, req, headers, declared);
+  }
+
+  /**
+   * The body to `done`: in this call if it has arrived (or there is none), else in the data
+   * callback that brings its last bytes. Its length was checked against the limit before the
+   * call was taken; once the client has gone, `done` is never called.
+   */
+  readBody(done: BodyDone<never>): void {
+    if (this.bodyWhole) {
+      done(this.body ?? undefined);
+      return;
+    }
+    this.bodyDone = done;
+  }
+
+  status(code: number): this {
+    this.statusCode = code;
+    return this;
+  }
+
+  header(name: string, value: string): this {
+    this.responseHeaders.push(name, value);
+    return this;
+  }
+
+  send(body: string | Uint8Array): this {
+    if (this.completed) return this;
+    if (!this.bodyWhole) {
+      // Answered before the body arrived whole (a refusal by its headers): written once it
+      // has, so the connection reads the next request where it starts. A body held by the
+      // machine's memory is copied, since the answer outlives this call.
+      this.answerBody = typeof body === 'string' ? body : Buffer.from(body);
+      this.answerWaits = true;
+      this.body = null;
+      this.bodyDone = null;
+      return this;
+    }
+    this.completed = true;
+    this.answerBody = body;
+    writing = this;
+    try {
+      this.res.cork(writeCorked);
+    } finally {
+      writing = null;
+      this.answerBody = null;
+    }
+    return this;
+  }
+
+  close(): this {
+    if (!this.completed) {
+      this.completed = true;
+      this.res.close();
+    }
+    return this;
+  }
+
+  private onChunk(chunk: ArrayBuffer, isLast: boolean): void {
+    if (this.completed) return;
+    const body = this.body;
+    if (body !== null) {
+      if (this.received + chunk.byteLength > body.byteLength) {
+        // uWebSockets ends a body at its content-length; more would be a bug beneath us, and
+        // a connection whose framing is in doubt is closed rather than read further.
+        this.close();
+        return;
+      }
+      // The chunk is uWebSockets' own memory, valid only during this call: copied now.
+      body.set(new Uint8Array(chunk), this.received);
+      this.received += chunk.byteLength;
+    }
+    if (!isLast) return;
+    this.bodyWhole = true;
+    if (this.answerWaits) {
+      this.answerWaits = false;
+      const answer = this.answerBody!;
+      this.answerBody = null;
+      this.send(answer);
+      return;
+    }
+    const done = this.bodyDone;
+    if (done !== null) {
+      this.bodyDone = null;
+      done(body === null || this.received === body.byteLength ? body ?? undefined
+        : body.subarray(0, this.received));
+    }
+  }
+}
