@@ -288,6 +288,28 @@ describe('a direct call on its connection', () => {
     expect(service.calls).toHaveLength(1);
   });
 
+  it('closes a connection that sends a request behind a call still waiting (docs/http.md)',
+    async () => {
+      const { handle, service } = await start(true);
+      let open = () => undefined as void;
+      service.gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      const socket = await connected(handle.port);
+      const received: string[] = [];
+      socket.on('data', (chunk: Buffer) => received.push(chunk.toString('latin1')));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      const body = JSON.stringify([{ op: 'put', ns: 'orders', key: 'k', value: 1,
+        forever: true }]);
+      socket.write(`POST /api/v1/kv HTTP/1.1\r\nhost: x\r\ncontent-length: ${body.length}`
+        + `\r\n\r\n${body}GET /health HTTP/1.1\r\nhost: x\r\n\r\n`);
+      await closed;
+      open();
+      // The write still applies; only its answer had nowhere to go.
+      await vi.waitFor(() => expect(service.calls).toHaveLength(1));
+      expect(received).toEqual([]);
+    });
+
   it('passes a body over the limit to hyper-express, which refuses it unread', async () => {
     const accept = vi.spyOn(UwsCall, 'accept');
     const { handle, agent } = await start(true);
