@@ -840,6 +840,18 @@ describe('invariants', () => {
     expect(() => log.appliedTo(3)).toThrow(/applied/);
   });
 
+  it('an append or a configuration read outside the log is an invariant violation', () => {
+    const log = new RaftLog({ index: 0, term: 0, timeMs: 0, ...bootstrapConfiguration(THREE) },
+      entries({ from: 1, terms: [1, 2] }), 1);
+    expect(() => log.appendAfter(3, entries({ from: 4, terms: [2] }))).toThrow(/outside \[0, 2\]/);
+    expect(() => log.appendAfter(0, entries({ from: 1, terms: [2] })))
+      .toThrow(/would rewrite committed entries \(commit 1\)/);
+    expect(() => log.configurationAt(3)).toThrow(/configuration at 3 outside \[0, 2\]/);
+    expect(log.configurationAt(2).index).toBe(0);
+    log.appendAfter(1, entries({ from: 2, terms: [3] }));
+    expect(log.lastTerm()).toBe(3);
+  });
+
   it('ready() twice without advance() is a driver bug', () => {
     const c = new Cluster(['n1']);
     c.tick('n1');

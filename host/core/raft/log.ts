@@ -158,8 +158,10 @@ export class RaftLog {
     }
     if (skip < entries.length) {
       const first = entries[skip]!;
-      raftAssert(first.index > this.commitIndex,
-        `append would overwrite committed index ${first.index} (commit ${this.commitIndex})`);
+      if (first.index <= this.commitIndex) {
+        raftFail(`append would overwrite committed index ${first.index} (commit ${
+          this.commitIndex})`);
+      }
       this.appendAfter(first.index - 1, entries.slice(skip));
     }
     return lastNew;
@@ -167,10 +169,14 @@ export class RaftLog {
 
   /** Replaces everything after `afterIndex` with `entries` (which start at afterIndex + 1). */
   appendAfter(afterIndex: number, entries: readonly Entry[]): void {
-    raftAssert(afterIndex >= this.snapshot.index && afterIndex <= this.lastIndex(),
-      `append after ${afterIndex} outside [${this.snapshot.index}, ${this.lastIndex()}]`);
-    raftAssert(afterIndex >= this.commitIndex,
-      `append after ${afterIndex} would rewrite committed entries (commit ${this.commitIndex})`);
+    if (afterIndex < this.snapshot.index || afterIndex > this.lastIndex()) {
+      raftFail(`append after ${afterIndex} outside [${this.snapshot.index}, ${
+        this.lastIndex()}]`);
+    }
+    if (afterIndex < this.commitIndex) {
+      raftFail(`append after ${afterIndex} would rewrite committed entries (commit ${
+        this.commitIndex})`);
+    }
     this.entries.length = afterIndex - this.snapshot.index;
     while ((this.configEntries.at(-1)?.index ?? 0) > afterIndex) {
       this.configEntries.pop();
@@ -210,8 +216,9 @@ export class RaftLog {
 
   /** The configuration in effect at `index`, which must not be compacted away. */
   configurationAt(index: number): IndexedConfiguration {
-    raftAssert(index >= this.snapshot.index && index <= this.lastIndex(),
-      `configuration at ${index} outside [${this.snapshot.index}, ${this.lastIndex()}]`);
+    if (index < this.snapshot.index || index > this.lastIndex()) {
+      raftFail(`configuration at ${index} outside [${this.snapshot.index}, ${this.lastIndex()}]`);
+    }
     for (let i = this.configEntries.length - 1; i >= 0; i--) {
       const found = this.configEntries[i] as IndexedConfiguration;
       if (found.index <= index) return found;
