@@ -12,7 +12,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import HyperExpress from 'hyper-express';
 import type { Request, Response } from 'hyper-express';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { Slabs } from '../core/slabs.js';
 import type { AnswerHeader } from '../machine/codec.js';
 import type { NodeConfig } from '../node/config.js';
 import type {
@@ -30,7 +29,7 @@ import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import { streamBody } from './stream-body.js';
 import {
-  type BodyDone as BodyDoneOf, type CallRequest, type CallResponse, UwsCall,
+  bodySlabs, type BodyDone as BodyDoneOf, type CallRequest, type CallResponse, UwsCall,
 } from './uws-call.js';
 import { IDEMPOTENCY_HEADER, keyedOrRefused, REPLAYED_HEADERS } from './idempotency.js';
 import { renderEmptyTransaction } from './transaction.js';
@@ -675,12 +674,6 @@ function assertChunkedSeam(): void {
     throw new Error('hyper-express changed: Request._body_parser_flush_buffered is missing');
   }
 }
-
-/**
- * Bodies of a declared length live for one call: they are cut from slabs of their own
- * (slabs.ts), and bodies of 8 KiB or more get their own allocation.
- */
-const bodySlabs = new Slabs();
 
 /**
  * A body of a declared length, copied once from the socket's chunks into a buffer of that

@@ -51,12 +51,11 @@ export interface CallResponse {
 /** What a body reader hands on: the body, a refusal, or undefined when none was sent. */
 export type BodyDone<Refusal> = (body: Buffer | Refusal | undefined) => void;
 
-
 /**
  * Bodies of a declared length live for one call: cut from slabs of their own (slabs.ts), a
- * body of 8 KiB or more its own allocation.
+ * body of 8 KiB or more its own allocation. Both paths' readers take from it.
  */
-const bodySlabs = new Slabs();
+export const bodySlabs = new Slabs();
 
 /**
  * uWebSockets reports methods in lower case; the common ones without a new string. A `Map`,
