@@ -2,8 +2,12 @@
  * `npm run bench:node`: one durable node under wrk load, beside the bare hyper-express ceiling
  * measured in the same run. 100-byte values over 100k keys; put, get, CAS, incr with `max`
  * and batches of 16 puts, at 64 connections and at 1, after 3 s of unmeasured load on each
- * server. Just before the one-connection rows it times the disk's part of a put (the WAL
- * bench's single-entry append + fdatasync) and checks the one-connection target against it.
+ * server. Each node row is bracketed by two turns of the bare server (half a row long each,
+ * one turn shared by neighbouring rows), and its ratio is to the mean of its two brackets:
+ * this machine's speed moves from minute to minute, so a ceiling measured once at the start
+ * of the run could be a minute away from the row it divides. Just before the one-connection
+ * rows it times the disk's part of a put (the WAL bench's single-entry append + fdatasync)
+ * and checks the one-connection target against it.
  * Prints a table and writes it to bench/RESULTS.md under "## Node", with the run it replaces
  * kept below it as "### The run before" (the rest of the file is kept).
  *
@@ -14,6 +18,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { previousRunOf } from './results-section.js';
 
@@ -26,6 +31,8 @@ const DURATION_S = Number(process.env['HIVEKV_BENCH_SECONDS'] ?? '10');
  * pays for compiling the hot paths and the node's first snapshot, and reads low.
  */
 const WARMUP_S = 3;
+/** The pause before each turn of the bare server. */
+const SETTLE_MS = 1000;
 const WORKLOADS = ['bare', 'put', 'get', 'cas', 'incr', 'batch16'] as const;
 type Workload = (typeof WORKLOADS)[number];
 const OPS_PER_CALL: Record<Workload, number> = {
@@ -39,6 +46,11 @@ interface Row {
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly non2xx: number;
+}
+
+/** A node row with the bare server's rate in the turns just before and just after it. */
+interface BracketedRow extends Row {
+  readonly bareBeside: number;
 }
 
 function startChild(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess;
@@ -130,14 +142,36 @@ async function preload(port: number): Promise<void> {
   }
 }
 
-function render(rows: readonly Row[], bare: Map<number, number>): string {
-  const lines = ['| workload | conns | calls/s | ops/s | x bare | p50 ms | p99 ms | non-2xx |',
-    '|---|---|---|---|---|---|---|---|'];
-  for (const r of rows) {
-    const ratio = r.callsPerSec / (bare.get(r.connections) ?? NaN);
-    lines.push(`| ${r.workload} | ${r.connections} | ${r.callsPerSec.toFixed(0)} | ` +
-      `${(r.callsPerSec * OPS_PER_CALL[r.workload]).toFixed(0)} | ${ratio.toFixed(2)} | ` +
-      `${r.p50Ms.toFixed(3)} | ${r.p99Ms.toFixed(3)} | ${r.non2xx} |`);
+/** The middle of `values` (the mean of the two middle ones for an even count). */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * One "bare" line per connection count (the mean rate of its turns, the median of their p50s
+ * and p99s), then the node's rows, each against the bare turns beside it.
+ */
+function render(bareTurns: readonly Row[], rows: readonly BracketedRow[]): string {
+  const lines = [
+    '| workload | conns | calls/s | ops/s | bare beside | x bare | p50 ms | p99 ms | non-2xx |',
+    '|---|---|---|---|---|---|---|---|---|'];
+  for (const connections of [64, 1]) {
+    const turns = bareTurns.filter((t) => t.connections === connections);
+    if (turns.length > 0) {
+      const rate = turns.reduce((sum, t) => sum + t.callsPerSec, 0) / turns.length;
+      lines.push(`| bare (${turns.length} turns) | ${connections} | ${rate.toFixed(0)} | ` +
+        `${rate.toFixed(0)} | | 1.00 | ${median(turns.map((t) => t.p50Ms)).toFixed(3)} | ` +
+        `${median(turns.map((t) => t.p99Ms)).toFixed(3)} | ` +
+        `${turns.reduce((sum, t) => sum + t.non2xx, 0)} |`);
+    }
+    for (const r of rows.filter((row) => row.connections === connections)) {
+      lines.push(`| ${r.workload} | ${r.connections} | ${r.callsPerSec.toFixed(0)} | ` +
+        `${(r.callsPerSec * OPS_PER_CALL[r.workload]).toFixed(0)} | ${r.bareBeside.toFixed(0)} | ` +
+        `${(r.callsPerSec / r.bareBeside).toFixed(2)} | ${r.p50Ms.toFixed(3)} | ` +
+        `${r.p99Ms.toFixed(3)} | ${r.non2xx} |`);
+    }
   }
   return lines.join('\n');
 }
@@ -159,7 +193,9 @@ function writeResults(table: string): void {
   const previous = existing === undefined ? '' : previousRunOf(existing);
   const section = `## Node\n\n\`npm run bench:node\`, commit ${commit}, Node ${process.version}, ` +
     `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}, wrk ${DURATION_S} s per row, ` +
-    `100-byte values over ${KEYS} keys, fsync on every acknowledged write.\n\n${table}\n` +
+    `100-byte values over ${KEYS} keys, fsync on every acknowledged write. "bare beside": ` +
+    `the mean rate of the bare server's ${Math.max(1, Math.round(DURATION_S / 2))} s turns ` +
+    `just before and just after the row, which its "x bare" divides by.\n\n${table}\n` +
     (previous === '' ? '' : `\n${previous}`);
   text = existing !== undefined ? text.replace(pattern, section)
     : `${text.trimEnd()}\n\n${section}`;
@@ -172,8 +208,9 @@ async function main(): Promise<void> {
   const node = await startChild(['bin/hivekv.js', 'serve', '--port', '0', '--data', dataDir], {
     QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0', HIVEKV_LOG_LEVEL: 'info',
   });
-  const rows: Row[] = [];
-  const bare = new Map<number, number>();
+  const rows: BracketedRow[] = [];
+  const bareTurns: Row[] = [];
+  const bareTurnSeconds = Math.max(1, Math.round(DURATION_S / 2));
   let fdatasync: FdatasyncP50 = { pool: NaN, onLoop: NaN };
   try {
     await preload(node.port);
@@ -181,12 +218,24 @@ async function main(): Promise<void> {
     runWrk(node.port, 'put', 64, WARMUP_S);
     for (const connections of [64, 1]) {
       if (connections === 1) fdatasync = fdatasyncP50Ms();
+      const bareTurn = async (): Promise<Row> => {
+        // The node finishes what a row left it (a snapshot being written) before the bare
+        // server is measured beside it, so the ceiling is not measured against that work.
+        await sleep(SETTLE_MS);
+        const turn = runWrk(bareServer.port, 'bare', connections, bareTurnSeconds);
+        bareTurns.push(turn);
+        console.log(JSON.stringify(turn));
+        return turn;
+      };
+      let before = await bareTurn();
       for (const workload of WORKLOADS) {
-        const port = workload === 'bare' ? bareServer.port : node.port;
-        const row = runWrk(port, workload, connections);
-        if (workload === 'bare') bare.set(connections, row.callsPerSec);
-        rows.push(row);
-        console.log(JSON.stringify(row));
+        if (workload === 'bare') continue;
+        const row = runWrk(node.port, workload, connections);
+        const after = await bareTurn();
+        const bracketed = { ...row, bareBeside: (before.callsPerSec + after.callsPerSec) / 2 };
+        rows.push(bracketed);
+        console.log(JSON.stringify(bracketed));
+        before = after;
       }
     }
   } finally {
@@ -194,7 +243,7 @@ async function main(): Promise<void> {
     node.child.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const table = `${render(rows, bare)}\n\n${oneConnectionLine(rows, fdatasync)}`;
+  const table = `${render(bareTurns, rows)}\n\n${oneConnectionLine(rows, fdatasync)}`;
   console.log(table);
   writeResults(table);
 }
