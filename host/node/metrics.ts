@@ -111,7 +111,9 @@ export class NodeMetrics implements RequestMetrics {
     'Time from request to response, by route template and method.', LATENCY_BUCKETS_SECONDS,
     ['route', 'method']);
   private readonly fsync = new PlainHistogram('hivekv_fsync_duration_seconds',
-    'Time one fsync of the write-ahead log or hard state took.', LATENCY_BUCKETS_SECONDS);
+    'Time from starting one fsync of the write-ahead log or hard state to its completion ' +
+    'on the event loop: the disk\'s time plus the waits for a pool thread and for the loop.',
+    LATENCY_BUCKETS_SECONDS);
   private readonly fsyncSeries = this.fsync.seriesFor();
   private readonly refusals = new PlainCounter('hivekv_refusals_total',
     'Calls refused before the machine, by reason (rate_limited, forbidden, ...).', ['reason']);
