@@ -31,6 +31,8 @@ const DURATION_S = Number(process.env['HIVEKV_BENCH_SECONDS'] ?? '10');
  * pays for compiling the hot paths and the node's first snapshot, and reads low.
  */
 const WARMUP_S = 3;
+/** Each turn of the bare server beside the node's rows: half a row. */
+const BARE_TURN_S = Math.max(1, Math.round(DURATION_S / 2));
 /** The pause before each turn of the bare server. */
 const SETTLE_MS = 1000;
 const WORKLOADS = ['bare', 'put', 'get', 'cas', 'incr', 'batch16'] as const;
@@ -194,7 +196,7 @@ function writeResults(table: string): void {
   const section = `## Node\n\n\`npm run bench:node\`, commit ${commit}, Node ${process.version}, ` +
     `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}, wrk ${DURATION_S} s per row, ` +
     `100-byte values over ${KEYS} keys, fsync on every acknowledged write. "bare beside": ` +
-    `the mean rate of the bare server's ${Math.max(1, Math.round(DURATION_S / 2))} s turns ` +
+    `the mean rate of the bare server's ${BARE_TURN_S} s turns ` +
     `just before and just after the row, which its "x bare" divides by.\n\n${table}\n` +
     (previous === '' ? '' : `\n${previous}`);
   text = existing !== undefined ? text.replace(pattern, section)
@@ -210,7 +212,6 @@ async function main(): Promise<void> {
   });
   const rows: BracketedRow[] = [];
   const bareTurns: Row[] = [];
-  const bareTurnSeconds = Math.max(1, Math.round(DURATION_S / 2));
   let fdatasync: FdatasyncP50 = { pool: NaN, onLoop: NaN };
   try {
     await preload(node.port);
@@ -222,7 +223,7 @@ async function main(): Promise<void> {
         // The node finishes what a row left it (a snapshot being written) before the bare
         // server is measured beside it, so the ceiling is not measured against that work.
         await sleep(SETTLE_MS);
-        const turn = runWrk(bareServer.port, 'bare', connections, bareTurnSeconds);
+        const turn = runWrk(bareServer.port, 'bare', connections, BARE_TURN_S);
         bareTurns.push(turn);
         console.log(JSON.stringify(turn));
         return turn;
