@@ -3,7 +3,7 @@
  * sweep. `--quick` is a smoke run of the whole suite under two minutes; the full run keeps
  * every target within about three minutes.
  */
-import { TARGET_NAMES, type TargetName } from './targets.js';
+import { ONE_NODE_AGAIN, TARGET_NAMES, type TargetName } from './targets.js';
 import { KEY_COUNT, WORKLOADS, workloadNamed, type Workload } from './workloads.js';
 
 export interface SuiteOptions {
@@ -16,6 +16,8 @@ export interface SuiteOptions {
   readonly threads: number;
   readonly out: string | null;
   readonly viaFollower: boolean;
+  /** Measure one node again right after the cluster, when both are in the plan. */
+  readonly bracketCluster: boolean;
   readonly micro: boolean;
   readonly sweep: boolean;
   /** Cross-check put and get with an independent tool (wrk, redis-benchmark). */
@@ -48,8 +50,16 @@ export interface Plan {
 const SINGLE_CONNECTION = new Set(['put', 'get', 'cas', 'incr', 'batch16']);
 export const MANY_CONNECTIONS = 64;
 
+/** With `bracket`, one node runs again right after the cluster (ONE_NODE_AGAIN). */
+function bracketed(targets: readonly TargetName[], bracket: boolean): readonly TargetName[] {
+  const cluster = targets.indexOf('hivekv-3');
+  if (!bracket || cluster < 0 || !targets.includes('hivekv-1')) return targets;
+  return [...targets.slice(0, cluster + 1), ONE_NODE_AGAIN, ...targets.slice(cluster + 1)];
+}
+
 export function makePlan(o: SuiteOptions): Plan {
-  const targets = o.target !== null ? ['url' as const] : o.only ?? TARGET_NAMES;
+  const targets = o.target !== null ? ['url' as const] : bracketed(o.only ?? TARGET_NAMES,
+    o.bracketCluster);
   const keyCount = o.keys ?? (o.quick ? 20_000 : KEY_COUNT);
   const chosen = (o.workloads !== null ? o.workloads.map(workloadNamed)
     : WORKLOADS.filter((w) => !o.quick || w.quick))

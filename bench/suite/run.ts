@@ -18,8 +18,8 @@ import { Progress } from './progress.js';
 import { referenceMissing, runReference, type ReferenceFigure } from './reference.js';
 import { writeReport } from './report.js';
 import { openStore, type Store } from './store.js';
-import { missingFor, ROOT, startEtcd, startHivekv, startRedis, stopEverything, urlTarget,
-  type Entry, type Target, type TargetName } from './targets.js';
+import { missingFor, ONE_NODE_AGAIN, ROOT, startEtcd, startHivekv, startRedis, stopEverything,
+  urlTarget, type Entry, type Target, type TargetName } from './targets.js';
 import { VALUE_BYTES, workloadNamed, type Workload } from './workloads.js';
 
 export interface PointResult {
@@ -64,6 +64,7 @@ async function startTarget(name: TargetName, o: SuiteOptions, hivekvVersion: str
   Promise<Target> {
   switch (name) {
     case 'hivekv-1': return startHivekv(1, false, hivekvVersion);
+    case ONE_NODE_AGAIN: return startHivekv(1, false, hivekvVersion, ONE_NODE_AGAIN);
     case 'hivekv-3': return startHivekv(3, o.viaFollower, hivekvVersion);
     case 'etcd-1': return startEtcd(1, false);
     case 'etcd-3': return startEtcd(3, o.viaFollower);

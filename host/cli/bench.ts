@@ -58,8 +58,8 @@ export function benchCommand(): Command {
     .option('--keys <n>', 'keys to preload (default 100000, quick 20000)', positive)
     .option('--out <dir>', 'report directory (default bench/results/<timestamp>)')
     .option('--via-follower', 'also load a cluster through a follower')
-    .option('--cluster', 'the cluster preset: one node and three, put and get, 64 connections' +
-      ', through the leader and a follower')
+    .option('--cluster', 'the cluster preset: one node, three, one node again; put and get, 64 ' +
+      'connections, through the leader and a follower')
     .option('--no-micro', 'skip the micro benchmarks')
     .option('--micro-time <ms>', 'budget per micro benchmark task (default 500, quick 100)',
       positive)
@@ -95,7 +95,7 @@ export function registerBench(program: Command): void {
       connections: flags.connections ?? (cluster ? CLUSTER_PRESET.connections : null),
       target: flags.target ?? null, durationSeconds: flags.duration ?? null,
       threads: Math.floor(flags.threads ?? Math.min(2, cpus().length)), out: flags.out ?? null,
-      viaFollower: cluster || flags.viaFollower === true,
+      viaFollower: cluster || flags.viaFollower === true, bracketCluster: cluster,
       micro: flags.micro && !cluster, sweep: flags.sweep && !cluster,
       reference: flags.reference,
       publish: flags.publish === true, keys: flags.keys ?? null,
