@@ -137,6 +137,31 @@ describe('SimStorage', () => {
     await expect(settle(scheduler, storage.sync())).rejects.toThrow('simulated fsync failure');
   });
 
+  it('a snapshot that conflicts with the log at its index drops the log, as on disk (§7)',
+    async () => {
+      const meta = (index: number, term: number) => ({ index, term, timeMs: 0,
+        voters: ['n1'], learners: [], peers: [], removed: [] });
+      const installs = async (
+        log: number[], snapshot: { index: number; term: number }): Promise<number[][]> => {
+        const { scheduler, make } = storageWith({});
+        const first = make();
+        await settle(scheduler, first.recover());
+        first.append(entries(1, log));
+        await settle(scheduler, first.sync());
+        const sink = await first.createSnapshot(meta(snapshot.index, snapshot.term), 0);
+        await settle(scheduler, sink.commit());
+        const during = first.logView().entries.map((e) => [e.index, e.term]);
+        first.crash();
+        const after = (await settle(scheduler, make().recover())).entries;
+        expect(after.map((e) => [e.index, e.term])).toEqual(during);
+        return during;
+      };
+      // A leader cut off appended 3 and 4 in term 2; the snapshot at 3 comes from term 3.
+      expect(await installs([1, 1, 2, 2], { index: 3, term: 3 })).toEqual([]);
+      // The same index and term: what follows the snapshot stays.
+      expect(await installs([1, 1, 2, 2], { index: 3, term: 2 })).toEqual([[4, 2]]);
+    });
+
   it('refuses an append that leaves a hole', () => {
     const { make } = storageWith({});
     expect(() => make().append(entries(3, [1]))).toThrow(/hole/);

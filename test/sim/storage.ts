@@ -82,6 +82,14 @@ export interface SimSnapshot {
 }
 
 /** A node's disk: survives crashes; only `SimStorage` changes it. */
+/** What of a log stays after a snapshot at `meta` lands: nothing if it conflicts there. */
+function afterSnapshot<T>(log: readonly T[], entryOf: (item: T) => Entry,
+  meta: SnapshotMeta): T[] {
+  const atIndex = log.find((item) => entryOf(item).index === meta.index);
+  if (atIndex !== undefined && entryOf(atIndex).term !== meta.term) return [];
+  return log.filter((item) => entryOf(item).index > meta.index);
+}
+
 export class SimDisk {
   hardState: HardState = EMPTY_HARD_STATE;
   hardStateSum = hardStateChecksum(EMPTY_HARD_STATE);
@@ -143,10 +151,15 @@ export class SimDisk {
     return this.snapshot?.meta ?? null;
   }
 
+  /**
+   * As FileStorage does (Raft §7): a record at the snapshot's index with another term was
+   * never committed, and it and everything after it go with the log the snapshot replaces;
+   * otherwise the records after the snapshot stay.
+   */
   saveSnapshot(meta: SnapshotMeta, data: Uint8Array): void {
     this.snapshot = { meta, data: data.slice() };
     this.snapshotSum = fnv1a(data, mix(0x811c9dc5, meta.index));
-    this.records = this.records.filter((r) => r.entry.index > meta.index);
+    this.records = afterSnapshot(this.records, (r) => r.entry, meta);
   }
 }
 
@@ -253,7 +266,7 @@ export class SimStorage implements Storage {
   private installSnapshot(meta: SnapshotMeta, data: Uint8Array): boolean {
     if (meta.index <= (this.disk.snapshot?.meta.index ?? 0)) return false;
     this.disk.saveSnapshot(meta, data);
-    this.volatileLog = this.volatileLog.filter((e) => e.index > meta.index);
+    this.volatileLog = afterSnapshot(this.volatileLog, (e) => e, meta);
     this.trace.log(this.disk.nodeId, `snapshot saved at ${meta.index} t${meta.term}`);
     return true;
   }
