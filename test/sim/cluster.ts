@@ -415,7 +415,8 @@ export function describeFrame(frame: Uint8Array): string {
         : `reject ${m.rejectedIndex} hint=${m.hintIndex}/${m.hintTerm}`}`;
     case 'vote':
     case 'preVote':
-      return `${m.type} t${m.term} last=${m.lastLogIndex}/${m.lastLogTerm}`;
+      return `${m.type} t${m.term} last=${m.lastLogIndex}/${m.lastLogTerm}` +
+        (m.selfRemoved === true ? ' self-removed' : '');
     case 'voteResponse':
     case 'preVoteResponse':
       return `${m.type} t${m.term} ${m.granted ? 'granted' : 'denied'}`;

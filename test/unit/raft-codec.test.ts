@@ -53,6 +53,22 @@ describe('message codec', () => {
     }
   });
 
+  it('a (pre)vote carries selfRemoved as one trailing byte, only when true', () => {
+    for (const vote of [samples[0]!, samples[2]!]) {
+      const plain = encodeMessage(vote);
+      const flagged = encodeMessage({ ...vote, selfRemoved: true } as Message);
+      expect(decodeMessage(flagged)).toEqual({ ...vote, selfRemoved: true });
+      // false is written as nothing: the frame of the release before, read as before.
+      expect(encodeMessage({ ...vote, selfRemoved: false } as Message)).toEqual(plain);
+      expect(flagged.subarray(0, plain.length)).toEqual(plain);
+      expect(flagged.length).toBe(plain.length + 1);
+      const other = flagged.slice();
+      other[other.length - 1] = 2;
+      expect(decodeMessage(other)).toBeNull();
+      expect(decodeMessage(new Uint8Array([...flagged, 1]))).toBeNull();
+    }
+  });
+
   it('rejects trailing bytes, an unknown version and an unknown type', () => {
     const frame = encodeMessage(samples[0]!);
     expect(decodeMessage(new Uint8Array([...frame, 0]))).toBeNull();

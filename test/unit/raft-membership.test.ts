@@ -408,6 +408,41 @@ describe('thesis §4.2.2, §4.2.3: removing members', () => {
         .toBeGreaterThanOrEqual(c.raft('n1').configuration().index);
     });
 
+  it('a stale removal refuses only a candidate whose own log removes it (§4.2.2)', () => {
+    // n3 holds n1's removal of n2, which never committed (n1 never heard n3 again). A later
+    // leader's log without it (n2's, say) must still get n3's vote, or a cluster where n3 is
+    // the vote that counts has no leader ever (simulator seeds 376905612, 1055386320); a
+    // candidate whose own log removes it still must not (seed 1989508279).
+    const c = ledByN1();
+    c.crash('n2');
+    c.dropIf = (m) => m.from === 'n3' && m.to === 'n1';
+    expect(change(c.raft('n1'), remove('n2'))).toMatchObject({ kind: 'proposed' });
+    c.deliverAll();
+    const n3 = c.raft('n3');
+    expect(n3.configuration().config.removed).toEqual(['n2']);
+    expect(n3.configuration().index).toBeGreaterThan(n3.status().commitIndex);
+    c.crash('n1');
+    c.dropIf = null;
+    for (let i = 0; i < 3 * 10; i++) c.tick('n3', 1);
+    const ask = (type: 'preVote' | 'vote', selfRemoved: boolean): boolean => {
+      c.processAll();
+      c.queue.length = 0;
+      const { term, lastIndex } = n3.status();
+      const later = { from: 'n2', to: 'n3', lastLogIndex: lastIndex + 5,
+        lastLogTerm: term + 1, ...(selfRemoved ? { selfRemoved } : {}) };
+      n3.step(type === 'preVote' ? { type, ...later, term: term + 1 }
+        : { type, ...later, term: term + 1, transfer: false });
+      c.processReady('n3');
+      const answers = sent(c, 'n3', `${type}Response`);
+      expect(answers).toHaveLength(1);
+      return (answers[0] as { granted: boolean }).granted;
+    };
+    expect(ask('preVote', true)).toBe(false);
+    expect(ask('preVote', false)).toBe(true);
+    expect(ask('vote', true)).toBe(false);
+    expect(ask('vote', false)).toBe(true);
+  });
+
   it('the last voter cannot be removed, nor a removed id added again (§4.1)', () => {
     const single = new Cluster(['n1']);
     single.tickAll(1);

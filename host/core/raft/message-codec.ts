@@ -9,6 +9,7 @@
  * its configuration: int count and str of each voter, of each learner, int count and
  * (str id, str address) of each peer, int count and str of each removed id. A membership
  * change is u8 kind (0 add a learner, 1 promote, 2 remove), str id, and str peer for an add;
+ * a (pre)vote ends with a u8 1 when `selfRemoved` is true, and with nothing otherwise;
  * a refusal is u8 (0: none, else 1 + its position in MEMBERSHIP_REFUSALS).
  *
  * Pure: no I/O. `decodeMessage` never throws: garbage, truncation, trailing bytes, an
@@ -283,12 +284,28 @@ function readRefusal(r: Reader): MembershipRefusal | null {
   return refusal;
 }
 
+/**
+ * A (pre)vote's `selfRemoved` is a trailing u8 1, written only when true: a node of the
+ * release before it reads every other vote as before and drops this one (a trailing byte),
+ * so during a rolling upgrade such a candidate goes without that node's answer.
+ */
+function writeSelfRemoved(w: Writer, m: { selfRemoved?: boolean }): void {
+  if (m.selfRemoved === true) w.u8(1);
+}
+
+function readSelfRemoved(r: Reader): { selfRemoved?: true } {
+  if (r.end()) return {};
+  if (r.u8() !== 1) throw new Malformed('bad selfRemoved');
+  return { selfRemoved: true };
+}
+
 function writeBody(w: Writer, m: Message): void {
   switch (m.type) {
     case 'preVote':
-      w.int(m.lastLogIndex); w.int(m.lastLogTerm); return;
+      w.int(m.lastLogIndex); w.int(m.lastLogTerm); writeSelfRemoved(w, m); return;
     case 'vote':
-      w.int(m.lastLogIndex); w.int(m.lastLogTerm); w.u8(m.transfer ? 1 : 0); return;
+      w.int(m.lastLogIndex); w.int(m.lastLogTerm); w.u8(m.transfer ? 1 : 0);
+      writeSelfRemoved(w, m); return;
     case 'preVoteResponse':
     case 'voteResponse':
       w.u8(m.granted ? 1 : 0); return;
@@ -331,9 +348,11 @@ type Head = { from: string; to: string; term: number };
 function readBody(r: Reader, type: MessageType, h: Head): Message {
   switch (type) {
     case 'preVote':
-      return { type, ...h, lastLogIndex: r.index(), lastLogTerm: r.index() };
+      return { type, ...h, lastLogIndex: r.index(), lastLogTerm: r.index(),
+        ...readSelfRemoved(r) };
     case 'vote':
-      return { type, ...h, lastLogIndex: r.index(), lastLogTerm: r.index(), transfer: r.bool() };
+      return { type, ...h, lastLogIndex: r.index(), lastLogTerm: r.index(), transfer: r.bool(),
+        ...readSelfRemoved(r) };
     case 'preVoteResponse':
     case 'voteResponse':
       return { type, ...h, granted: r.bool() };

@@ -21,6 +21,8 @@ export interface PreVoteMessage extends Envelope {
   readonly type: 'preVote';
   readonly lastLogIndex: number;
   readonly lastLogTerm: number;
+  /** See VoteMessage. */
+  readonly selfRemoved?: boolean;
 }
 
 export interface PreVoteResponseMessage extends Envelope {
@@ -34,6 +36,11 @@ export interface VoteMessage extends Envelope {
   readonly lastLogIndex: number;
   readonly lastLogTerm: number;
   readonly transfer: boolean;
+  /**
+   * The newest configuration in the candidate's log removes it: it campaigns only because
+   * that change is not known committed (`mayCampaign` in raft.ts). Absent means false.
+   */
+  readonly selfRemoved?: boolean;
 }
 
 export interface VoteResponseMessage extends Envelope {

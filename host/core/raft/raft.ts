@@ -35,7 +35,7 @@ import {
 import {
   entryBytes, raftAssert, raftFail, RaftLog, type IndexedConfiguration,
 } from './log.js';
-import type { Message } from './messages.js';
+import type { Message, PreVoteMessage, VoteMessage } from './messages.js';
 import { Progress } from './progress.js';
 import { committedIndex, voteResult } from './quorum.js';
 import { READS_PENDING_MAX, ReadTracker, type PendingRead, type ReadAnswer } from './read-index.js';
@@ -523,8 +523,8 @@ class Raft implements RaftCore {
 
   private stepCurrentTerm(m: Message): void {
     switch (m.type) {
-      case 'preVote': return this.handlePreVote(m.from, m.term, m.lastLogIndex, m.lastLogTerm);
-      case 'vote': return this.handleVote(m.from, m.lastLogIndex, m.lastLogTerm);
+      case 'preVote': return this.handlePreVote(m);
+      case 'vote': return this.handleVote(m);
       case 'preVoteResponse':
       case 'voteResponse': return this.handleVoteResponse(m.type, m.from, m.term, m.granted);
       case 'append':
@@ -546,11 +546,11 @@ class Raft implements RaftCore {
     }
   }
 
-  private handlePreVote(from: string, term: number, lastIndex: number, lastTerm: number): void {
-    const granted = term > this.term && !this.knowsItWasRemoved() &&
-      !this.removedInNewest(from) && this.log.isUpToDate(lastIndex, lastTerm);
-    this.send({ type: 'preVoteResponse', from: this.id, to: from,
-      term: granted ? term : this.term, granted });
+  private handlePreVote(m: PreVoteMessage): void {
+    const granted = m.term > this.term && !this.knowsItWasRemoved() &&
+      !this.refusesRemoved(m) && this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm);
+    this.send({ type: 'preVoteResponse', from: this.id, to: m.from,
+      term: granted ? m.term : this.term, granted });
   }
 
   /**
@@ -560,11 +560,12 @@ class Raft implements RaftCore {
    * may need it (a promoted node that lost its unsynced log on a crash, say). The one
    * exception: a node that knows it was removed never decides anything again.
    */
-  private handleVote(from: string, lastIndex: number, lastTerm: number): void {
+  private handleVote(m: VoteMessage): void {
+    const from = m.from;
     const canVote = this.votedFor === from || (this.votedFor === null && this.leader === null);
     const removed = this.knowsItWasRemoved();
-    const granted = canVote && !removed && !this.removedInNewest(from) &&
-      this.log.isUpToDate(lastIndex, lastTerm);
+    const granted = canVote && !removed && !this.refusesRemoved(m) &&
+      this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm);
     if (removed) mark('removed-member-denies-vote');
     if (granted) {
       this.votedFor = from;
@@ -623,16 +624,17 @@ class Raft implements RaftCore {
       else this.becomeLeader();
       return;
     }
+    const selfRemoved = this.isVoter(this.id) ? {} : { selfRemoved: true };
     for (const to of this.voters) {
       if (to === this.id) continue;
       const lastLogIndex = this.log.lastIndex();
       const lastLogTerm = this.log.lastTerm();
       if (pre) {
         this.send({ type: 'preVote', from: this.id, to, term: this.term + 1, lastLogIndex,
-          lastLogTerm });
+          lastLogTerm, ...selfRemoved });
       } else {
         this.send({ type: 'vote', from: this.id, to, term: this.term, lastLogIndex, lastLogTerm,
-          transfer: kind === 'transfer' });
+          transfer: kind === 'transfer', ...selfRemoved });
       }
     }
   }
@@ -712,14 +714,23 @@ class Raft implements RaftCore {
   }
 
   /**
-   * The newest configuration in this node's log removes `id`. Its (pre)votes are refused:
-   * a node that its own uncommitted removal left campaigning (`mayCampaign`) must never win
-   * once the removal commits, and it cannot, since every majority of the new configuration
-   * then holds a voter with the change in its log. A voter without it still answers, which
+   * A (pre)vote from a candidate that campaigns though its own log removes it
+   * (`selfRemoved`, see `mayCampaign`) is refused when this node's newest configuration
+   * removes it too: such a candidate must never win once the removal commits, and it
+   * cannot, since every majority of the new configuration then holds a voter with the change
+   * in its log (simulator seed 1989508279). A voter without the change still answers, which
    * is what ends the stalemate `mayCampaign` is for.
+   *
+   * A candidate whose own log does not remove it is judged on its log alone, whatever this
+   * node's newest configuration says. Its log lacks the removal (a removed id is never
+   * added again), so if it wins a term, leader completeness says the removal had not
+   * committed before that term: it never leads after its removal commits. Refusing it left a
+   * voter holding a stale removal, one a later leader had already replaced, refusing the
+   * only candidate that could overwrite it, while that candidate's other voters refused the
+   * stale voter's shorter log: no leader ever (simulator seeds 376905612 and 1055386320).
    */
-  private removedInNewest(id: string): boolean {
-    return this.log.configuration().config.removed.includes(id);
+  private refusesRemoved(m: PreVoteMessage | VoteMessage): boolean {
+    return m.selfRemoved === true && this.log.configuration().config.removed.includes(m.from);
   }
 
   /**
