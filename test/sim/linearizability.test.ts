@@ -126,6 +126,20 @@ describe('checkKey on hand-made histories', () => {
     expect(checkKey([unknown, op('b', read, get(true, '2'), 5, 6)])).toBe('violation');
   });
 
+  it('settles many concurrent unknown increments, and still refutes a count past them', () => {
+    // 40 increments whose outcome nobody learned: 2^40 subsets without taking twins in the
+    // order they were invoked. Reads between them pin how many had taken effect by then.
+    const unknown = Array.from({ length: 40 }, (_, i) => op(`c${i}`, incr, null, i * 2, null));
+    const reads = (...values: number[]) => values.map((v, i) =>
+      op('r', read, get(true, String(v)), 1000 + i * 10, 1001 + i * 10));
+    expect(checkKey([...unknown, ...reads(7, 19, 19, 40)])).toBe('ok');
+    expect(checkKey([...unknown, ...reads(7, 19, 41)])).toBe('violation');
+    expect(checkKey([...unknown, ...reads(19, 7)])).toBe('violation');
+    // A twin cannot act before it was invoked: 3 increments invoked by then, 4 seen.
+    expect(checkKey([...unknown, op('r', read, get(true, '4'), 5, 5.5)])).toBe('violation');
+    expect(checkKey([...unknown, op('r', read, get(true, '3'), 5, 5.5)])).toBe('ok');
+  });
+
   it('does not let an unknown write act before it was invoked', () => {
     expect(checkKey([op('b', read, get(true, '"u"'), 0, 1),
       op('a', put('"u"'), null, 2, null)])).toBe('violation');

@@ -8,6 +8,13 @@
  * +infinity: it may take effect at any point after its invocation, or never (it then sits
  * last, where it changes no observation). Pure: no I/O; the search is bounded by
  * `SEARCH_STEPS_MAX` and answers `inconclusive` past it rather than running on.
+ *
+ * Unknown operations that ask the same thing are twins: the search takes them in the order
+ * they were invoked, never a later twin before an earlier one (`unknownTwins`). Any order
+ * that works can be rearranged so: swapping two twins changes no state, and the earlier
+ * one may go wherever the later one could. Without it, k concurrent unknown increments of a
+ * counter are 2^k sets to explore, and the search gave up on the counter every exactly-once
+ * client touches in about one simulator seed in a hundred.
  */
 
 /**
@@ -174,11 +181,31 @@ function unlift(call: Node): void {
   if (call.next !== null) call.next.prev = call;
 }
 
+/**
+ * For each operation whose outcome is unknown, its nearest twin invoked before it (the same
+ * input, its outcome unknown too), in the list's order of calls; -1 for none.
+ */
+function unknownTwins(ops: readonly HistoryOp[]): Int32Array {
+  const twins = new Int32Array(ops.length).fill(-1);
+  const lastByInput = new Map<string, number>();
+  const byCall = ops.map((_, i) => i).sort((a, b) =>
+    (ops[a] as HistoryOp).call - (ops[b] as HistoryOp).call || a - b);
+  for (const i of byCall) {
+    const op = ops[i] as HistoryOp;
+    if (op.output !== null) continue;
+    const input = JSON.stringify(op.input);
+    twins[i] = lastByInput.get(input) ?? -1;
+    lastByInput.set(input, i);
+  }
+  return twins;
+}
+
 /** Checks one key's history from the initial state (absent). */
 export function checkKey(ops: readonly HistoryOp[], initial: State = null):
   'ok' | 'violation' | number {
   if (ops.length > OPS_PER_KEY_MAX) throw new Error(`history of ${ops.length} ops on one key`);
   const head = buildList(ops);
+  const twins = unknownTwins(ops);
   const linearized = new Uint32Array(Math.ceil(ops.length / 32) + 1);
   const seen = new Set<string>();
   const stack: Array<{ node: Node; state: State }> = [];
@@ -188,6 +215,11 @@ export function checkKey(ops: readonly HistoryOp[], initial: State = null):
     if (steps >= SEARCH_STEPS_MAX) return steps;
     if (entry === null) return 'violation'; // unreachable: a return always ends the list
     if (entry.isCall) {
+      const twin = twins[entry.op] as number;
+      if (twin >= 0 && (linearized[twin >> 5]! & (1 << (twin & 31))) === 0) {
+        entry = entry.next;
+        continue;
+      }
       const op = ops[entry.op] as HistoryOp;
       const next = step(state, op.input, op.output);
       if (next !== undefined) {
