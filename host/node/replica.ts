@@ -887,6 +887,9 @@ export class Replica implements KvService, MembersService {
     const onLoop = this.syncPlacement.place(covered.index - this.syncStartedThrough,
       this.endSyncTurnSoon);
     this.syncStartedThrough = covered.index;
+    // A leader's appends of this turn leave before an fsync blocks the loop, so that the
+    // followers' fsyncs run beside its own; held to the end of the turn, they waited for it.
+    if (onLoop) this.deps.transport.flush();
     this.syncInFlight = this.deps.storage.sync({ onLoop }).then(
       () => this.onSynced(ticket, covered),
       (error: unknown) => {

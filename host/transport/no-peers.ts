@@ -12,6 +12,9 @@ export class NoPeersTransport implements Transport {
     throw new Error(`a single node has no peer ${to} to send to`);
   }
 
+  /** Nothing is ever queued. */
+  flush(): void {}
+
   /** Only an empty list: a node without a peer listener refuses membership changes first. */
   setPeers(peers: readonly PeerAddress[]): void {
     if (peers.length > 0) {

@@ -14,6 +14,11 @@ export interface Transport {
   /** Queues a frame for `to`. Never throws for a missing peer. */
   send(to: string, frame: Uint8Array): void;
   /**
+   * Writes now what `send` queued in this turn of the event loop (a transport may hold a
+   * turn's frames to write them together): the caller is about to block the loop.
+   */
+  flush(): void;
+  /**
    * The members to reach (this node excluded), after a configuration change: new ids are
    * dialled, links this node dialled to ids no longer listed are closed, a changed address is
    * redialled. A peer that reached this node may still be answered while it is not listed

@@ -190,6 +190,11 @@ export class WsTransport implements Transport {
     this.corked.clear();
   };
 
+  /** The corked sockets written now; the turn's `setImmediate` then finds none. */
+  flush(): void {
+    this.uncorkAll();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const link of this.links.values()) this.dropLink(link);

@@ -284,6 +284,9 @@ export class SimTransport implements Transport {
     this.network.send(this.nodeId, to, frame);
   }
 
+  /** The simulated network queues nothing in the sender. */
+  flush(): void {}
+
   setPeers(peers: readonly PeerAddress[]): void {
     this.peers = new Set(peers.map((p) => p.id));
   }

@@ -83,6 +83,36 @@ describe('the WebSocket transport', () => {
     expect(writes).toBe(1);
   });
 
+  it('writes the frames held for the turn at once on flush, before the loop blocks', async () => {
+    const b = await node('b', []);
+    const a = await node('a', [{ id: 'b', port: b.port }]);
+    ids.set(a, 'a').set(b, 'b');
+    await deliver({ id: 'a', node: a }, b, 'ready');
+    const before = b.received.length;
+    const link = (a.transport as unknown as {
+      links: Map<string, { socket: { _socket: { writableCorked: number; writableLength: number;
+        _writev: unknown; _write: unknown } } }> }).links.get('b')!.socket._socket;
+    let writes = 0;
+    for (const method of ['_writev', '_write'] as const) {
+      const original = link[method] as (...args: unknown[]) => unknown;
+      link[method] = function (this: unknown, ...args: unknown[]) {
+        writes++;
+        return original.apply(this, args);
+      };
+    }
+    const frames = ['append 1', 'append 2', 'append 3'];
+    for (const frame of frames) a.transport.send('b', Buffer.from(frame));
+    expect([link.writableCorked, writes]).toEqual([1, 0]);
+    a.transport.flush();
+    // Written in this call, in one write, as a leader does before an fsync on the loop.
+    expect([link.writableCorked, link.writableLength, writes]).toEqual([0, 0, 1]);
+    a.transport.send('b', Buffer.from('after'));
+    await waitFor('every frame', 5000, async () =>
+      b.received.length - before >= frames.length + 1 ? true : undefined);
+    expect(b.received.slice(before).map(([, text]) => text)).toEqual([...frames, 'after']);
+    expect(writes).toBe(2);
+  });
+
   it('lets a node that knows nobody answer a member on the socket it dialled', async () => {
     const joiner = await node('j', []);
     const leader = await node('l', [{ id: 'j', port: joiner.port }]);
