@@ -3,12 +3,15 @@
  * hard state, the snapshots, the WAL segments, the first and last index, the runs of terms,
  * and entries by kind with their sizes, as one JSON object. `--entries A..B` prints those
  * entries decoded instead, one JSON line each (origin, operations, tenant, time). A damaged
- * log is refused with the file and the byte offset, exit status 2.
+ * log is refused with the file and the byte offset, and a range the log does not hold (past
+ * its end, or compacted into a snapshot) with what it holds: exit status 2 either way, never
+ * an empty answer that reads as "no such entries".
  */
 import { basename } from 'node:path';
 import { Command } from 'commander';
 import { DataDir } from '../replay/data-dir.js';
 import { describeEntry } from '../replay/describe.js';
+import { ReplayError } from '../replay/replay.js';
 import { docsHelp, EXIT_YES, printAnswer, runCommand, UsageError } from './connection.js';
 import { dataCommand, indexRange, printLine } from './data-command.js';
 
@@ -39,7 +42,8 @@ export function registerInspect(program: Command): void {
     .requiredOption('--data <dir>', 'the node\'s data directory (read only)')
     .option('--entries <range>', 'print entries A..B (or A.., or N) decoded, one JSON line each')
     .addHelpText('after', docsHelp('replay.md', 'Exit status: 0 done, 2 a damaged or ' +
-      'missing directory (the message names the file and byte offset) or a usage mistake.'))
+      'missing directory (the message names the file and byte offset), entries the log ' +
+      'does not hold, or a usage mistake.'))
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   command.action(async (options: Record<string, string | undefined>) => {
@@ -53,6 +57,7 @@ export function registerInspect(program: Command): void {
         printAnswer(inspectSummary(data));
         return EXIT_YES;
       }
+      assertHolds(data, range.from, range.to);
       for await (const entry of data.entries(range.from, range.to)) {
         printLine(describeEntry(entry));
       }
@@ -60,4 +65,25 @@ export function registerInspect(program: Command): void {
     }));
   });
   program.addCommand(command);
+}
+
+/**
+ * Refuses a range of entries the log does not hold whole: `A..B` must lie within the log,
+ * `A..` (to the end) must start within it. Says what the log holds, and when the range
+ * starts before it, that those entries were compacted into a snapshot.
+ */
+export function assertHolds(data: DataDir, from: number, to: number): void {
+  const first = data.firstIndex;
+  const last = data.lastIndex;
+  const openEnded = to === Number.MAX_SAFE_INTEGER;
+  if (first !== null && last !== null && from >= first && from <= last &&
+    (openEnded || to <= last)) {
+    return;
+  }
+  const asked = openEnded ? `${from}..` : from === to ? String(from) : `${from}..${to}`;
+  const held = first === null ? 'the log holds no entries'
+    : `the log holds ${first}..${last ?? first}`;
+  const compacted = first !== null && from < first
+    ? ` (entries before ${first} were compacted into a snapshot)` : '';
+  throw new ReplayError(`${held}: it does not cover ${asked}${compacted}`);
 }

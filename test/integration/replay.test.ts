@@ -96,6 +96,42 @@ describe('replay of a real node\'s data directory', () => {
     }
   });
 
+  it('inspect refuses entries the log does not hold, saying what it holds', async () => {
+    // A log compacted by a live export's snapshot, then three more entries after it.
+    const compactedDir = tempDir('inspect-range');
+    const node = await startNode({ dataDir: compactedDir, env: UNLIMITED_RATES });
+    const put = (key: string) => kv(node.url, [{ op: 'put', ns: 'n', key, value: 1,
+      forever: true }]);
+    for (const key of ['a', 'b', 'c']) expect((await put(key)).status).toBe(200);
+    const exported = await hivekv(['export', '--url', node.url, '--out',
+      join(compactedDir, 'dump.ndjson')]);
+    expect(exported.code, exported.stderr).toBe(0);
+    for (const key of ['d', 'e', 'f']) expect((await put(key)).status).toBe(200);
+    expect(await node.stop()).toBe(0);
+    try {
+      const summary = (await hivekv(['inspect', '--data', compactedDir])).lines[0];
+      const first = summary.firstIndex as number;
+      const last = summary.lastIndex as number;
+      expect(first, 'the export compacted the start of the log').toBeGreaterThan(1);
+      const compacted = await hivekv(['inspect', '--data', compactedDir, '--entries', '1..2']);
+      expect(compacted.code).toBe(2);
+      expect(compacted.stdout).toBe('');
+      expect(compacted.stderr).toBe(`hivekv inspect: the log holds ${first}..${last}: it ` +
+        `does not cover 1..2 (entries before ${first} were compacted into a snapshot)\n`);
+      for (const range of [`${last}..${last + 1}`, `${last + 1}..`, String(last + 5)]) {
+        const past = await hivekv(['inspect', '--data', compactedDir, '--entries', range]);
+        expect(past.code, range).toBe(2);
+        expect(past.stderr, range).toContain(`the log holds ${first}..${last}: it does not`);
+      }
+      const held = await hivekv(['inspect', '--data', compactedDir, '--entries', `${first}..`]);
+      expect(held.code).toBe(0);
+      expect(held.lines.map((e) => e.index)[0]).toBe(first);
+      expect(held.lines).toHaveLength(last - first + 1);
+    } finally {
+      removeDir(compactedDir);
+    }
+  });
+
   it('replays to the digest the live node reported, from a snapshot and from index 1', async () => {
     const run = await hivekv(['replay', '--data', dir, '--to', String(end.appliedIndex),
       '--json', '--every', '10']);
