@@ -2,9 +2,10 @@
  * The commands of a markdown document's `bash` blocks, read as a shell would read the subset
  * the README writes: words, single- and double-quoted strings (a single-quoted one may span
  * lines), a backslash before a newline joining lines, `#` comments, a trailing `&`, leading
- * `NAME=value` assignments and one `$(...)` substitution kept as text. Anything else (pipes,
- * redirections, `;`, `&&`) is refused with the line, so a README that grows a construct this
- * reader does not know fails its test instead of running something else.
+ * `NAME=value` assignments, `> file` and `< file`, and one `$(...)` substitution kept as
+ * text. Anything else (pipes, `;`, `&&`, variables) is refused with the line, so a README
+ * that grows a construct this reader does not know fails its test instead of running
+ * something else.
  *
  * Pure: text in, commands out.
  */
@@ -16,6 +17,10 @@ export interface ShellCommand {
   readonly words: readonly string[];
   /** Ended with `&`: runs in the background. */
   readonly background: boolean;
+  /** `> file`: where its standard output goes, or undefined. */
+  readonly stdoutFile: string | undefined;
+  /** `< file`: what it reads on standard input, or undefined. */
+  readonly stdinFile: string | undefined;
   /** The comment after the command on its last line, without `#`, or '' if none. */
   readonly comment: string;
   /** The command's text as written, for messages. */
@@ -36,7 +41,9 @@ export function bashBlocks(markdown: string, from: string, to: string): string[]
 }
 
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
-const REFUSED = new Set(['|', ';', '>', '<', '`']);
+const REFUSED = new Set(['|', ';', '`']);
+/** What a redirection may name: a plain path. */
+const REDIRECT_TARGET = /^[A-Za-z0-9_./-]+/;
 
 /** Leading `NAME=value` words apart from the command (its name is never one). */
 function splitAssignments(words: readonly string[]): { env: Record<string, string>;
@@ -53,73 +60,110 @@ function splitAssignments(words: readonly string[]): { env: Record<string, strin
 
 /** The commands of one block, in order. Throws on a construct this reader does not know. */
 export function shellCommands(block: string): ShellCommand[] {
-  const commands: ShellCommand[] = [];
-  let words: string[] = [];
-  let word: string | null = null;
-  let comment = '';
-  let background = false;
-  let startAt = 0;
-  let i = 0;
-  const endWord = (): void => {
-    if (word !== null) words.push(word);
-    word = null;
-  };
-  const endCommand = (at: number): void => {
-    endWord();
-    if (words.length > 0) {
-      commands.push({ ...splitAssignments(words), background, comment: comment.trim(),
-        text: block.slice(startAt, at).trim() });
-    }
-    words = [];
-    comment = '';
-    background = false;
-    startAt = at + 1;
-  };
-  const refuse = (what: string): never => {
-    const line = block.slice(0, i).split('\n').length;
-    throw new Error(`line ${line} of a bash block: ${what}`);
-  };
-  while (i < block.length) {
-    const c = block[i]!;
+  return new ShellReader(block).read();
+}
+
+/** One pass over a block; each character is handled by `step`. */
+class ShellReader {
+  private readonly commands: ShellCommand[] = [];
+  private words: string[] = [];
+  private word: string | null = null;
+  private comment = '';
+  private background = false;
+  private stdoutFile: string | undefined;
+  private stdinFile: string | undefined;
+  private startAt = 0;
+  private i = 0;
+
+  constructor(private readonly block: string) {}
+
+  read(): ShellCommand[] {
+    while (this.i < this.block.length) this.step(this.block[this.i]!);
+    this.endCommand(this.block.length);
+    return this.commands;
+  }
+
+  private step(c: string): void {
+    const block = this.block;
     if (c === '\n') {
-      endCommand(i);
-      i++;
-    } else if (c === '\\' && block[i + 1] === '\n') {
-      i += 2;
+      this.endCommand(this.i);
+      this.i++;
+    } else if (c === '\\' && block[this.i + 1] === '\n') {
+      this.i += 2;
     } else if (c === ' ' || c === '\t') {
-      endWord();
-      i++;
-    } else if (c === '#' && word === null) {
-      const eol = block.indexOf('\n', i);
-      comment = block.slice(i + 1, eol < 0 ? block.length : eol);
-      i = eol < 0 ? block.length : eol;
+      this.endWord();
+      this.i++;
+    } else if (c === '#' && this.word === null) {
+      const eol = block.indexOf('\n', this.i);
+      this.comment = block.slice(this.i + 1, eol < 0 ? block.length : eol);
+      this.i = eol < 0 ? block.length : eol;
     } else if (c === "'" || c === '"') {
-      const close = block.indexOf(c, i + 1);
-      if (close < 0) refuse(`an unclosed ${c}`);
-      const quoted = block.slice(i + 1, close);
-      if (c === '"' && /[$`\\]/.test(quoted)) refuse('an expansion inside double quotes');
-      word = (word ?? '') + quoted;
-      i = close + 1;
-    } else if (c === '$' && block[i + 1] === '(') {
-      const close = block.indexOf(')', i);
-      if (close < 0) refuse('an unclosed $(');
-      word = (word ?? '') + block.slice(i, close + 1);
-      i = close + 1;
+      this.quoted(c);
+    } else if (c === '$' && block[this.i + 1] === '(') {
+      const close = block.indexOf(')', this.i);
+      if (close < 0) this.refuse('an unclosed $(');
+      this.word = (this.word ?? '') + block.slice(this.i, close + 1);
+      this.i = close + 1;
+    } else if (c === '>' || c === '<') {
+      this.redirect(c);
     } else if (c === '&') {
-      if (block[i + 1] === '&') refuse('&&');
-      endWord();
-      background = true;
-      i++;
+      if (block[this.i + 1] === '&') this.refuse('&&');
+      this.endWord();
+      this.background = true;
+      this.i++;
     } else if (REFUSED.has(c) || c === '$') {
-      refuse(`"${c}"`);
+      this.refuse(`"${c}"`);
     } else {
-      if (background) refuse('a word after &');
-      word = (word ?? '') + c;
-      i++;
+      if (this.background) this.refuse('a word after &');
+      this.word = (this.word ?? '') + c;
+      this.i++;
     }
   }
-  endCommand(block.length);
-  return commands;
+
+  private quoted(quote: string): void {
+    const close = this.block.indexOf(quote, this.i + 1);
+    if (close < 0) this.refuse(`an unclosed ${quote}`);
+    const text = this.block.slice(this.i + 1, close);
+    if (quote === '"' && /[$`\\]/.test(text)) this.refuse('an expansion inside double quotes');
+    this.word = (this.word ?? '') + text;
+    this.i = close + 1;
+  }
+
+  private redirect(c: string): void {
+    this.endWord();
+    const rest = this.block.slice(this.i + 1);
+    const spaces = /^[ \t]*/.exec(rest)![0].length;
+    const target = REDIRECT_TARGET.exec(rest.slice(spaces));
+    if (target === null) this.refuse(`"${c}" without a file`);
+    if (c === '>') this.stdoutFile = target![0];
+    else this.stdinFile = target![0];
+    this.i += 1 + spaces + target![0].length;
+  }
+
+  private endWord(): void {
+    if (this.word !== null) this.words.push(this.word);
+    this.word = null;
+  }
+
+  private endCommand(at: number): void {
+    this.endWord();
+    if (this.words.length > 0) {
+      this.commands.push({ ...splitAssignments(this.words), background: this.background,
+        stdoutFile: this.stdoutFile, stdinFile: this.stdinFile, comment: this.comment.trim(),
+        text: this.block.slice(this.startAt, at).trim() });
+    }
+    this.words = [];
+    this.comment = '';
+    this.background = false;
+    this.stdoutFile = undefined;
+    this.stdinFile = undefined;
+    this.startAt = at + 1;
+  }
+
+  private refuse(what: string): never {
+    const line = this.block.slice(0, this.i).split('\n').length;
+    throw new Error(`line ${line} of a bash block: ${what}`);
+  }
 }
 
 /** A curl command's request: what the README's calls use of curl, and nothing else. */

@@ -25,8 +25,17 @@ describe('shellCommands', () => {
       .toMatchObject([{ words: ['export', 'S=$(openssl rand -hex 32)'], comment: 'why' }]);
   });
 
-  it('refuses what it does not read: pipes, &&, redirections, variables, open quotes', () => {
-    for (const text of ['a | b', 'a && b', 'a > f', 'echo $X', "echo 'open", 'a; b',
+  it('reads > file and < file', () => {
+    expect(shellCommands('hivekv export --data d > dump.ndjson   # a dump\n' +
+      'hivekv import --data ./r <dump.ndjson\n')).toMatchObject([
+      { words: ['hivekv', 'export', '--data', 'd'], stdoutFile: 'dump.ndjson',
+        stdinFile: undefined, comment: 'a dump' },
+      { words: ['hivekv', 'import', '--data', './r'], stdinFile: 'dump.ndjson',
+        stdoutFile: undefined }]);
+  });
+
+  it('refuses what it does not read: pipes, &&, a bare >, variables, open quotes', () => {
+    for (const text of ['a | b', 'a && b', 'a >', 'echo $X', "echo 'open", 'a; b',
       'echo "$X"', 'a & b']) {
       expect(() => shellCommands(text), text).toThrow(/line 1/);
     }
