@@ -29,13 +29,18 @@ export interface ShellCommand {
 
 /** The bodies of the ```bash blocks between the heading `from` and the next heading `to`. */
 export function bashBlocks(markdown: string, from: string, to: string): string[] {
+  return codeBlocks(markdown, from, to, 'bash');
+}
+
+/** The bodies of the code blocks in `lang` between the heading `from` and the heading `to`. */
+export function codeBlocks(markdown: string, from: string, to: string, lang: string): string[] {
   const start = markdown.indexOf(`\n${from}\n`);
   if (start < 0) throw new Error(`no heading "${from}"`);
   const end = markdown.indexOf(`\n${to}\n`, start);
   if (end < 0) throw new Error(`no heading "${to}" after "${from}"`);
   const section = markdown.slice(start, end);
   const blocks: string[] = [];
-  const fence = /```bash\n([\s\S]*?)```/g;
+  const fence = new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g');
   for (let m = fence.exec(section); m !== null; m = fence.exec(section)) blocks.push(m[1]!);
   return blocks;
 }

@@ -1,12 +1,12 @@
 /**
  * The README's cluster, run as a new user runs it: "A three-node cluster on one machine"
  * started with its own command lines, the routes section's cluster views on the nodes they
- * name, "The client and the command line"'s commands against it, then "Growing, replacing
- * and shrinking a cluster": a fourth node joins, is added and promoted, and the first is
- * removed, with the README's own `hivekv members` commands. Every command is read from
- * README.md (test/helpers/readme-runner.ts); a README whose commands stop working, or that
- * grows one this test cannot run, fails here. Bounded: four nodes, each stopped by the PID
- * this test started.
+ * name, "The client and the command line"'s script and commands against it, then
+ * "Growing, replacing and shrinking a cluster": a fourth node joins, is added and promoted,
+ * and the first is removed, with the README's own `hivekv members` commands. Every command
+ * is read from README.md (test/helpers/readme-runner.ts); a README whose commands stop
+ * working, or that grows one this test cannot run, fails here. Bounded: four nodes, each
+ * stopped by the PID this test started.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,6 +71,15 @@ describe('the README\'s cluster', () => {
       const body = JSON.parse(answer.text) as { members: Array<Record<string, unknown>> };
       expect(body.members.map((m) => m.id).sort()).toEqual(['n1', 'n2', 'n3']);
     }
+  });
+
+  it('runs the client example against it', async () => {
+    const blocks = await runner.code('## The client and the command line', '## Errors', 'js');
+    expect(blocks).toHaveLength(1);
+    const run = await runner.runModule(blocks[0]!);
+    expect(run.code, run.stderr).toBe(0);
+    const row = await kv(nodes[2]!.url, [{ op: 'get', ns: 'orders', key: '9137' }]);
+    expect(row.body.results[0]).toMatchObject({ found: true, value: { status: 'paid' } });
   });
 
   it('runs the command-line examples against it', async () => {

@@ -132,6 +132,16 @@ describe('the README on one node', () => {
     }
   });
 
+  it('runs its in-process machine example', async () => {
+    const blocks = await runner.code('## Replaying a data directory', '## Backups', 'ts');
+    expect(blocks).toHaveLength(1);
+    // The example ends with the digest; print it, so that the run shows it was reached.
+    const run = await runner.runModule(blocks[0]!.replace(/m\.digest\(\);\s*$/,
+      'console.log(m.digest());\n'));
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^[0-9a-f]{16}\n$/);
+  });
+
   it('runs its backup commands: two dumps, an import, the import served', async () => {
     node = await runner.startDefault(await runner.port('6632'), 'data');
     const commands = await runner.section('## Backups', '## Fault testing', {
