@@ -11,7 +11,7 @@ import { basename } from 'node:path';
 import { Command } from 'commander';
 import { DataDir } from '../replay/data-dir.js';
 import { describeEntry } from '../replay/describe.js';
-import { ReplayError } from '../replay/replay.js';
+import { requireEntries } from '../replay/replay.js';
 import { docsHelp, EXIT_YES, printAnswer, runCommand, UsageError } from './connection.js';
 import { dataCommand, indexRange, printLine } from './data-command.js';
 
@@ -57,7 +57,7 @@ export function registerInspect(program: Command): void {
         printAnswer(inspectSummary(data));
         return EXIT_YES;
       }
-      assertHolds(data, range.from, range.to);
+      requireEntries(data, range.from, range.to);
       for await (const entry of data.entries(range.from, range.to)) {
         printLine(describeEntry(entry));
       }
@@ -67,23 +67,3 @@ export function registerInspect(program: Command): void {
   program.addCommand(command);
 }
 
-/**
- * Refuses a range of entries the log does not hold whole: `A..B` must lie within the log,
- * `A..` (to the end) must start within it. Says what the log holds, and when the range
- * starts before it, that those entries were compacted into a snapshot.
- */
-export function assertHolds(data: DataDir, from: number, to: number): void {
-  const first = data.firstIndex;
-  const last = data.lastIndex;
-  const openEnded = to === Number.MAX_SAFE_INTEGER;
-  if (first !== null && last !== null && from >= first && from <= last &&
-    (openEnded || to <= last)) {
-    return;
-  }
-  const asked = openEnded ? `${from}..` : from === to ? String(from) : `${from}..${to}`;
-  const held = first === null ? 'the log holds no entries'
-    : `the log holds ${first}..${last ?? first}`;
-  const compacted = first !== null && from < first
-    ? ` (entries before ${first} were compacted into a snapshot)` : '';
-  throw new ReplayError(`${held}: it does not cover ${asked}${compacted}`);
-}

@@ -59,6 +59,28 @@ export class ReplayError extends Error {
   override readonly name = 'ReplayError';
 }
 
+/**
+ * Refuses a range of entries the log does not hold whole (`to` Number.MAX_SAFE_INTEGER: from
+ * `from` to the end, which must start within the log), saying what it holds and, when the
+ * range starts before it, that those entries were compacted into a snapshot. `replay` and
+ * `inspect --entries` answer a range whole or not at all.
+ */
+export function requireEntries(data: DataDir, from: number, to: number): void {
+  const first = data.firstIndex;
+  const last = data.lastIndex;
+  const openEnded = to === Number.MAX_SAFE_INTEGER;
+  if (first !== null && last !== null && from >= first && from <= last &&
+    (openEnded || to <= last)) {
+    return;
+  }
+  const asked = openEnded ? `${from}..` : from === to ? String(from) : `${from}..${to}`;
+  const held = first === null ? 'the log holds no entries'
+    : `the log holds ${first}..${last ?? first}`;
+  const compacted = first !== null && from < first
+    ? ` (entries before ${first} were compacted into a snapshot)` : '';
+  throw new ReplayError(`${held}: it does not cover ${asked}${compacted}`);
+}
+
 /** A machine positioned at the start of a replay of one data directory. */
 export class Replayer {
   private constructor(
@@ -87,11 +109,7 @@ export class Replayer {
         : `no usable snapshot at or below index ${endIndex}, and the log starts at ` +
           `${first ?? 'none'}, not 1`);
     }
-    if (endIndex > startIndex && (first === null || first > startIndex + 1 ||
-      last === null || last < endIndex)) {
-      throw new ReplayError(`the log holds ${first ?? '-'}..${last ?? '-'}: it does not ` +
-        `cover ${startIndex + 1}..${endIndex}`);
-    }
+    if (endIndex > startIndex) requireEntries(data, startIndex + 1, endIndex);
     const machine = StateMachine.create();
     if (snapshot !== null) await restoreMachine(data, machine, snapshot);
     return new Replayer(data, machine, startIndex, snapshot?.meta.term ?? 0, endIndex);

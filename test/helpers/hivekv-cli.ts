@@ -1,6 +1,7 @@
 /**
- * Runs the `hivekv` command line (the built dist/) as a child process, bounded in time, and
- * collects its exit status, its output, and its stdout read as JSON lines and as one value.
+ * Runs the `hivekv` command line (the built dist/), or any node script, as a child process,
+ * bounded in time, and collects its exit status, its output, and its stdout read as JSON
+ * lines and as one value.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
@@ -31,10 +32,18 @@ export interface RunOptions {
 
 /** Runs `hivekv ...args`; lines that are not JSON are kept as text. */
 export function hivekv(args: string[], options: RunOptions = {}): Promise<Run> {
+  return runNode(['bin/hivekv.js', ...args], options);
+}
+
+/**
+ * Runs `node ...nodeArgs` from the project's root (a script on stdin with
+ * `--input-type=module`, say), bounded in time like `hivekv`.
+ */
+export function runNode(nodeArgs: string[], options: RunOptions = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     const input: 'ignore' | 'pipe' | number = options.stdinFile !== undefined
       ? openSync(options.stdinFile, 'r') : options.stdin !== undefined ? 'pipe' : 'ignore';
-    const child = spawn(process.execPath, ['bin/hivekv.js', ...args], {
+    const child = spawn(process.execPath, nodeArgs, {
       cwd: ROOT, env: { ...process.env, ...options.env }, stdio: [input, 'pipe', 'pipe'],
     });
     if (typeof input === 'number') closeSync(input);
@@ -45,7 +54,7 @@ export function hivekv(args: string[], options: RunOptions = {}): Promise<Run> {
     child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`hivekv ${args.join(' ')} ran over ${RUN_TIMEOUT_MS} ms`));
+      reject(new Error(`node ${nodeArgs.join(' ')} ran over ${RUN_TIMEOUT_MS} ms`));
     }, RUN_TIMEOUT_MS);
     child.on('error', reject);
     child.on('exit', (code) => {

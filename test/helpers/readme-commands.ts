@@ -32,13 +32,18 @@ export function bashBlocks(markdown: string, from: string, to: string): string[]
   return codeBlocks(markdown, from, to, 'bash');
 }
 
-/** The bodies of the code blocks in `lang` between the heading `from` and the heading `to`. */
-export function codeBlocks(markdown: string, from: string, to: string, lang: string): string[] {
+/** The text from the heading `from` to the heading `to` after it. */
+export function sectionText(markdown: string, from: string, to: string): string {
   const start = markdown.indexOf(`\n${from}\n`);
   if (start < 0) throw new Error(`no heading "${from}"`);
   const end = markdown.indexOf(`\n${to}\n`, start);
   if (end < 0) throw new Error(`no heading "${to}" after "${from}"`);
-  const section = markdown.slice(start, end);
+  return markdown.slice(start, end);
+}
+
+/** The bodies of the code blocks in `lang` between the heading `from` and the heading `to`. */
+export function codeBlocks(markdown: string, from: string, to: string, lang: string): string[] {
+  const section = sectionText(markdown, from, to);
   const blocks: string[] = [];
   const fence = new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g');
   for (let m = fence.exec(section); m !== null; m = fence.exec(section)) blocks.push(m[1]!);

@@ -4,10 +4,9 @@
  * `curl` calls made with fetch, its `hivekv serve` started as a node this runner stops by
  * PID, and any other `hivekv` command run as a child process with its redirections.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { hivekv, type Run } from './hivekv-cli.js';
+import { hivekv, runNode, type Run } from './hivekv-cli.js';
 import {
   freePort, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
 } from './node-process.js';
@@ -18,8 +17,6 @@ import {
 export const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 /** The ports the README names: HTTP 6632 to 6635, peers 7001 to 7004. */
 const README_PORT = /\b(663[2-5]|700[1-4])\b/g;
-const ROOT = new URL('../../', import.meta.url).pathname;
-const MODULE_TIMEOUT_MS = 60_000;
 
 export interface CurlAnswer {
   readonly status: number;
@@ -77,27 +74,10 @@ export class ReadmeRunner {
   /**
    * Runs `source` as an ES module from the project's root, as a user's script beside an
    * installed hivekv: `hivekv/client` and `hivekv/machine` resolve through the package's
-   * exports. Resolves with its exit status and output.
+   * exports.
    */
-  runModule(source: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--input-type=module'], { cwd: ROOT,
-        stdio: ['pipe', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-      child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(new Error(`a README script ran over ${MODULE_TIMEOUT_MS} ms`));
-      }, MODULE_TIMEOUT_MS);
-      child.on('error', reject);
-      child.on('exit', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr });
-      });
-      child.stdin.end(source);
-    });
+  runModule(source: string): Promise<Run> {
+    return runNode(['--input-type=module'], { stdin: source });
   }
 
   async curl(request: CurlRequest): Promise<CurlAnswer> {

@@ -11,7 +11,7 @@ import { cpSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hivekv } from '../helpers/hivekv-cli.js';
 import { call, kv, type NodeProcess } from '../helpers/node-process.js';
-import { curlRequest, type ShellCommand } from '../helpers/readme-commands.js';
+import { curlRequest, sectionText, type ShellCommand } from '../helpers/readme-commands.js';
 import { README, ReadmeRunner } from '../helpers/readme-runner.js';
 
 const runner = new ReadmeRunner('node');
@@ -103,8 +103,8 @@ describe('the README on one node', () => {
   it('answers every route example as the README says', async () => {
     const commands = await runner.section('## The routes, by example',
       '## The client and the command line');
-    const section = README.slice(README.indexOf('## The routes, by example'),
-      README.indexOf('## The client and the command line'));
+    const section = sectionText(README, '## The routes, by example',
+      '## The client and the command line');
     expect(commands.length, 'every curl of the section read')
       .toBe(section.match(/^curl /gm)?.length);
     const clusterOnly = await runRouteExamples(commands, node.port);
