@@ -169,7 +169,12 @@ export async function startHttpServer(deps: HttpDeps, host: string,
     const maxBodyBytes = deps.config.limits.maxBodyBytes;
     const direct = (res: HttpResponse, req: HttpRequest): void => {
       const call = UwsCall.accept(res, req, maxBodyBytes);
-      if (call !== null) app.serve(call, call);
+      if (call === null) return;
+      try {
+        app.serve(call, call);
+      } finally {
+        call.watchAbortIfOpen();
+      }
     };
     const uws = server.uws_instance as unknown as {
       any(pattern: string, handler: typeof direct): unknown };

@@ -152,10 +152,6 @@ export class UwsCall implements CallRequest, CallResponse {
     this.path = req.getUrl();
     this.path_query = req.getQuery() as string | undefined;
     this.headers = headers;
-    res.onAborted(() => {
-      this.completed = true;
-      this.body = null;
-    });
     if (declared === 0) {
       this.body = null;
       this.bodyWhole = true;
@@ -188,6 +184,20 @@ export class UwsCall implements CallRequest, CallResponse {
       }
     }
     return new UwsCall(res, req, headers, declared);
+  }
+
+  /**
+   * Called as the route's handler returns. uWebSockets must be told how to report a client
+   * that goes away before its answer: a call still open gets an abort handler now. A call
+   * answered within the handler (a read on a leader that needs no round, a refusal) needs
+   * none, and takes no closure and no pair of V8 handles for it.
+   */
+  watchAbortIfOpen(): void {
+    if (this.completed) return;
+    this.res.onAborted(() => {
+      this.completed = true;
+      this.body = null;
+    });
   }
 
   /**

@@ -310,6 +310,58 @@ describe('a direct call on its connection', () => {
       expect(received).toEqual([]);
     });
 
+  it('watches for a leaving client only while a call is open, and serves on after one left',
+    async () => {
+      // Counts the abort handlers the direct path attaches (uws-call.ts, watchAbortIfOpen).
+      let watched = 0;
+      const accept = UwsCall.accept.bind(UwsCall);
+      vi.spyOn(UwsCall, 'accept').mockImplementation((res, req, maxBodyBytes) => {
+        const onAborted = res.onAborted.bind(res);
+        res.onAborted = (handler) => {
+          watched++;
+          return onAborted(handler);
+        };
+        return accept(res, req, maxBodyBytes);
+      });
+      const { handle, service, agent } = await start(true);
+      const read = { method: 'GET', path: '/api/v1/kv/orders/k', body: null,
+        framing: 'none' } as const;
+      // Refused before the handler returns: nothing to watch.
+      const refused = await send(handle.port, agent,
+        { ...read, headers: { authorization: 'Bearer nobody' } });
+      expect(refused.status).toBe(401);
+      expect(watched).toBe(0);
+      // This service answers a read a turn later: watched until then.
+      expect((await send(handle.port, agent, { ...read, headers: {} })).status).toBe(200);
+      expect(watched).toBe(1);
+      // A token verified later, and a write held at the service's gate: both watched, and
+      // clients gone before their answers leave nothing for the server to trip on.
+      let openGate = () => undefined as void;
+      service.gate = new Promise<void>((resolve) => {
+        openGate = resolve;
+      });
+      const body = JSON.stringify([{ op: 'put', ns: 'orders', key: 'k', value: 2,
+        forever: true }]);
+      const reader = await connected(handle.port);
+      reader.write('GET /api/v1/kv/orders/k HTTP/1.1\r\nhost: x\r\n'
+        + 'authorization: Bearer slow-reader\r\n\r\n');
+      const writer = await connected(handle.port);
+      writer.write(`POST /api/v1/kv HTTP/1.1\r\nhost: x\r\ncontent-length: ${body.length}`
+        + `\r\n\r\n${body}`);
+      await vi.waitFor(() => expect(watched).toBe(3));
+      reader.destroy();
+      writer.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      service.gate = null;
+      openGate();
+      // The write still applies; only its answer had nowhere to go.
+      await vi.waitFor(() => expect(service.calls.some((call) =>
+        call.ops.some((op) => op.op === 'put'))).toBe(true));
+      const after = await send(handle.port, agent, { ...read, headers: {} });
+      expect(after.status).toBe(200);
+      expect(JSON.parse(after.body)).toMatchObject({ value: 2 });
+    });
+
   it('passes a body over the limit to hyper-express, which refuses it unread', async () => {
     const accept = vi.spyOn(UwsCall, 'accept');
     const { handle, agent } = await start(true);
