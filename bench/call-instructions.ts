@@ -3,8 +3,8 @@
  * A `hivekv serve` runs under callgrind with its instrumentation off; this process loads
  * 1,000 keys through it and warms it (20,000 gets, then 5,000 puts, one connection, one call
  * at a time), then counts every instruction the node's process runs (its threads included:
- * the fdatasync of each put, the collector) over HIVEKV_BENCH_CALLS calls of each kind (gets
- * 3,000, puts 2,000 by default) and divides by the calls.
+ * the fdatasync of each put, the collector) over HIVEKV_BENCH_GETS gets (3,000) and
+ * HIVEKV_BENCH_PUTS puts (2,000) and divides by the calls.
  *
  * Side by side: each argument is the root of a built checkout (`npm run build` done in it),
  * the current one when none is given; the roots take turns, HIVEKV_BENCH_RUNS (3) runs each.
@@ -12,16 +12,17 @@
  * follow the wall clock, which callgrind stretches), so this resolves changes of a few
  * hundred instructions a call, which no timed run on this machine can.
  *
- * HIVEKV_BENCH_KEEP=1 keeps each run's callgrind files (for `callgrind_annotate`) in the
- * system's temporary directory. Needs valgrind (Debian: `apt-get install valgrind`). About
+ * HIVEKV_BENCH_KEEP=1 keeps each run's callgrind files (for `callgrind_annotate`) and
+ * prints where. Needs valgrind (Debian: `apt-get install valgrind`). About
  * forty seconds a run.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
+import { callNode, serveUnderCallgrind, stopNode, waitUntilServing } from './callgrind-node.js';
 import { instructionsOf } from './digest-instructions.js';
 
 const HERE = new URL('../../', import.meta.url).pathname;
@@ -31,49 +32,15 @@ const CALLS = { get: Number(process.env['HIVEKV_BENCH_GETS'] ?? '3000'),
 const WARMUP = { get: 20_000, put: 5_000 };
 const KEYS = 1_000;
 const PORT = 7371;
-const START_TIMEOUT_MS = 300_000;
-const CALL_TIMEOUT_MS = 60_000;
 const VALUE = 'v'.repeat(98);
 const KEEP = process.env['HIVEKV_BENCH_KEEP'] !== undefined;
 
 type Kind = keyof typeof CALLS;
 
-function call(agent: Agent, method: string, path: string, body?: string): Promise<void> {
-  return new Promise((done, fail) => {
-    const req = request({ host: '127.0.0.1', port: PORT, path, method, agent,
-      timeout: CALL_TIMEOUT_MS }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => { text += chunk; });
-      res.on('end', () => {
-        if (res.statusCode === 200) done();
-        else fail(new Error(`${method} ${path}: HTTP ${res.statusCode ?? '?'}: ${text}`));
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('call timed out')));
-    req.on('error', fail);
-    req.end(body);
-  });
-}
-
-async function waitUntilServing(agent: Agent, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the node exited with ${child.exitCode}`);
-    try {
-      await call(agent, 'GET', '/health');
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-}
-
 /** One call of `kind` to the key `k<key>`. */
 function oneCall(agent: Agent, kind: Kind, key: number): Promise<void> {
-  if (kind === 'get') return call(agent, 'GET', `/api/v1/kv/bench/k${key}`);
-  return call(agent, 'POST', '/api/v1/kv', JSON.stringify({ operations: [{ op: 'put',
+  if (kind === 'get') return callNode(agent, PORT, 'GET', `/api/v1/kv/bench/k${key}`);
+  return callNode(agent, PORT, 'POST', '/api/v1/kv', JSON.stringify({ operations: [{ op: 'put',
     ns: 'bench', key: `k${key}`, value: VALUE, forever: true }] }));
 }
 
@@ -81,16 +48,11 @@ function oneCall(agent: Agent, kind: Kind, key: number): Promise<void> {
 async function countOne(root: string): Promise<Record<Kind, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'hivekv-bench-call-cg-'));
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no',
-    `--callgrind-out-file=${join(dir, 'cg.%p')}`, '--smc-check=all-non-file',
-    process.execPath, '--no-liftoff', join(root, 'bin', 'hivekv.js'), 'serve',
-    '--port', String(PORT), '--data', join(dir, 'data')], {
-    env: { ...process.env, QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0' },
-    stdio: ['ignore', 'ignore', 'ignore'] });
+  const child = serveUnderCallgrind(root, PORT, dir);
   const pid = String(child.pid);
   const counts = { get: 0, put: 0 };
   try {
-    await waitUntilServing(agent, child);
+    await waitUntilServing(agent, PORT, child);
     for (let k = 0; k < KEYS; k++) await oneCall(agent, 'put', k);
     let seed = 12345;
     const next = (): number => {
@@ -103,15 +65,15 @@ async function countOne(root: string): Promise<Record<Kind, number>> {
       execFileSync('callgrind_control', ['-i', 'on', pid], { stdio: 'ignore' });
       for (let i = 0; i < CALLS[kind]; i++) await oneCall(agent, kind, next());
       execFileSync('callgrind_control', ['-i', 'off', pid], { stdio: 'ignore' });
-      // A dump of what was counted so far; the last one's total is the run's.
+      // A dump of this window's count (a dump zeroes the counters: totalOf sums them).
       execFileSync('callgrind_control', ['-d', pid], { stdio: 'ignore' });
       counts[kind] = (totalOf(dir, pid) - before) / CALLS[kind];
     }
   } finally {
     agent.destroy();
-    child.kill('SIGTERM');
-    if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
-    if (!KEEP) rmSync(dir, { recursive: true, force: true });
+    await stopNode(child);
+    if (KEEP) process.stderr.write(`callgrind files kept in ${dir}\n`);
+    else rmSync(dir, { recursive: true, force: true });
   }
   return counts;
 }

@@ -17,12 +17,13 @@
  *
  * Needs valgrind (Debian: `apt-get install valgrind`). About a minute a run.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { callNode, serveUnderCallgrind, stopNode, waitUntilServing } from './callgrind-node.js';
 import type { DigestModules } from './digest-module.js';
 import { instructionsOf } from './digest-instructions.js';
 
@@ -32,75 +33,36 @@ const RUNS = Number(process.env['HIVEKV_BENCH_NODE_RUNS'] ?? '3');
 const KEYS = 10_000;
 const WARMUP_PUTS = 2_000;
 const PORT = 7361;
-const START_TIMEOUT_MS = 300_000;
-const CALL_TIMEOUT_MS = 60_000;
 const VALUE = JSON.stringify('x'.repeat(98));
 const VARIANTS = ['full', 'nodigest'] as const;
-
-function call(agent: Agent, body: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: PORT, path: '/api/v1/kv', method: 'POST',
-      agent, timeout: CALL_TIMEOUT_MS, headers: { 'content-type': 'application/json' } },
-    (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => { text += chunk; });
-      res.on('end', () => {
-        if (res.statusCode === 200) resolve();
-        else reject(new Error(`HTTP ${res.statusCode ?? '?'}: ${text}`));
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('call timed out')));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 const putBody = (key: number): string => '{"operations":[{"op":"put","ns":"bench","key":' +
   `"user:${String(key).padStart(8, '0')}","value":${VALUE},"forever":true}]}`;
 
-async function waitUntilServing(agent: Agent, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`node exited with ${child.exitCode}`);
-    try {
-      await call(agent, '{"operations":[{"op":"get","ns":"bench","key":"k"}]}');
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-}
+const put = (agent: Agent, key: number): Promise<void> =>
+  callNode(agent, PORT, 'POST', '/api/v1/kv', putBody(key));
 
 /** One node of the module `wasm` under callgrind: its instructions per measured put. */
 async function countOne(wasm: string): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'hivekv-bench-digest-node-cg-'));
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no',
-    `--callgrind-out-file=${join(dir, 'cg.%p')}`, '--smc-check=all-non-file',
-    process.execPath, '--no-liftoff', join(ROOT, 'bin', 'hivekv.js'), 'serve',
-    '--port', String(PORT), '--data', join(dir, 'data')], {
-    env: { ...process.env, HIVEKV_WASM_PATH: wasm, QUEEN_KV_READ_RATE: '0',
-      QUEEN_KV_WRITE_RATE: '0' },
-    stdio: ['ignore', 'ignore', 'ignore'] });
+  const child = serveUnderCallgrind(ROOT, PORT, dir, { HIVEKV_WASM_PATH: wasm });
   try {
-    await waitUntilServing(agent, child);
-    for (let k = 0; k < KEYS; k++) await call(agent, putBody(k));
+    await waitUntilServing(agent, PORT, child);
+    for (let k = 0; k < KEYS; k++) await put(agent, k);
     let seed = 12345;
     const nextKey = (): number => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
       return seed % KEYS;
     };
-    for (let i = 0; i < WARMUP_PUTS; i++) await call(agent, putBody(nextKey()));
+    for (let i = 0; i < WARMUP_PUTS; i++) await put(agent, nextKey());
     const pid = String(child.pid);
     execFileSync('callgrind_control', ['-i', 'on', pid], { stdio: 'ignore' });
-    for (let i = 0; i < PUTS; i++) await call(agent, putBody(nextKey()));
+    for (let i = 0; i < PUTS; i++) await put(agent, nextKey());
     execFileSync('callgrind_control', ['-i', 'off', pid], { stdio: 'ignore' });
   } finally {
     agent.destroy();
-    child.kill('SIGTERM');
-    if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+    await stopNode(child);
   }
   try {
     let ir = 0;

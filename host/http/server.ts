@@ -29,7 +29,8 @@ import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import { streamBody } from './stream-body.js';
 import {
-  bodySlabs, type BodyDone as BodyDoneOf, type CallRequest, type CallResponse, UwsCall,
+  bodySlabs, type BodyDone as BodyDoneOf, type CallRequest, type CallResponse, JSON_TYPE,
+  UwsCall,
 } from './uws-call.js';
 import { IDEMPOTENCY_HEADER, keyedOrRefused, REPLAYED_HEADERS } from './idempotency.js';
 import { renderEmptyTransaction } from './transaction.js';
@@ -71,7 +72,6 @@ export interface HttpServerHandle {
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:/+=-]{1,128}$/;
 /** `drain` never waits longer than this, whatever it is asked. */
 const DRAIN_TIMEOUT_MS_MAX = 60_000;
-const JSON_TYPE = 'application/json';
 const EMPTY_RESULTS = '{"results":[]}';
 const TENANT_HEADER = 'x-queen-tenant';
 /** The uWebSockets patterns of the KV routes (routes.ts): the batch, the paths, a transaction. */

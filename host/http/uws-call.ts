@@ -129,7 +129,7 @@ function utf8Bytes(text: string): ArrayBuffer {
 const X_REQUEST_ID = utf8Bytes('x-request-id');
 const CONTENT_TYPE = utf8Bytes('content-type');
 const ETAG = utf8Bytes('etag');
-const JSON_TYPE = 'application/json';
+export const JSON_TYPE = 'application/json';
 const JSON_TYPE_BYTES = utf8Bytes(JSON_TYPE);
 
 function headerName(name: string): string | ArrayBuffer {
