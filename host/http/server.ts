@@ -29,8 +29,8 @@ import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import { streamBody } from './stream-body.js';
 import {
-  bodySlabs, type BodyDone as BodyDoneOf, type CallRequest, type CallResponse, JSON_TYPE,
-  UwsCall,
+  bodySlabs, type BodyDone as BodyDoneOf, type CallRequest, type CallResponse,
+  type DirectMethod, JSON_TYPE, UwsCall,
 } from './uws-call.js';
 import { IDEMPOTENCY_HEADER, keyedOrRefused, REPLAYED_HEADERS } from './idempotency.js';
 import { renderEmptyTransaction } from './transaction.js';
@@ -167,8 +167,8 @@ export async function startHttpServer(deps: HttpDeps, host: string,
     // Beside hyper-express's catch-all, on its own uWebSockets app: a static path outranks a
     // wildcard, and a call this path does not take goes on to the catch-all (uws-call.ts).
     const maxBodyBytes = deps.config.limits.maxBodyBytes;
-    const direct = (res: HttpResponse, req: HttpRequest): void => {
-      const call = UwsCall.accept(res, req, maxBodyBytes);
+    const directFor = (method: DirectMethod) => (res: HttpResponse, req: HttpRequest): void => {
+      const call = UwsCall.accept(res, req, method, maxBodyBytes);
       if (call === null) return;
       try {
         app.serve(call, call);
@@ -176,9 +176,17 @@ export async function startHttpServer(deps: HttpDeps, host: string,
         call.watchAbortIfOpen();
       }
     };
-    const uws = server.uws_instance as unknown as {
-      any(pattern: string, handler: typeof direct): unknown };
-    for (const pattern of KV_DIRECT_PATTERNS) uws.any(pattern, direct);
+    type Handler = ReturnType<typeof directFor>;
+    const uws = server.uws_instance as unknown as Record<'get' | 'put' | 'post' | 'del',
+      (pattern: string, handler: Handler) => unknown>;
+    // A route per method: the call's method comes from its route. Other methods (HEAD, say)
+    // find no route here and go on to the catch-all, which answers them as before.
+    for (const pattern of KV_DIRECT_PATTERNS) {
+      uws.get(pattern, directFor('GET'));
+      uws.put(pattern, directFor('PUT'));
+      uws.post(pattern, directFor('POST'));
+      uws.del(pattern, directFor('DELETE'));
+    }
   }
   await server.listen(port, host);
   return {

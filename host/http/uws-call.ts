@@ -58,12 +58,11 @@ export type BodyDone<Refusal> = (body: Buffer | Refusal | undefined) => void;
 export const bodySlabs = new Slabs();
 
 /**
- * uWebSockets reports methods in lower case; the common ones without a new string. A `Map`,
- * not an object: a client names the method (uWebSockets closes the connection on a method it
- * does not know, but that is its rule, not this lookup's).
+ * The methods the direct path takes, each on a route of its own (server.ts), so a call's
+ * method is known from its route: uWebSockets would make a new string of it for every call.
+ * Any other method goes on to hyper-express's catch-all.
  */
-const METHODS: ReadonlyMap<string, string> = new Map([['get', 'GET'], ['put', 'PUT'],
-  ['post', 'POST'], ['delete', 'DELETE'], ['del', 'DELETE'], ['head', 'HEAD']]);
+export type DirectMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
 /** `"404 Not Found"` for each status, built once: uWebSockets writes the line as given. */
 const statusLines = new Map<number, string>();
@@ -77,8 +76,23 @@ function statusLine(code: number): string {
   return line;
 }
 
-/** A declared length uWebSockets and this path agree on: digits only, no sign or space. */
-const PLAIN_LENGTH = /^[0-9]{1,15}$/;
+/** Digits in a declared length this path takes: more could not be a safe integer. */
+const PLAIN_LENGTH_DIGITS_MAX = 15;
+
+/**
+ * A declared length uWebSockets and this path agree on (digits only, no sign or space), or
+ * NaN. A loop, not a regular expression: it runs for every call with a body.
+ */
+function plainLength(text: string): number {
+  if (text.length === 0 || text.length > PLAIN_LENGTH_DIGITS_MAX) return Number.NaN;
+  let value = 0;
+  for (let i = 0; i < text.length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return Number.NaN;
+    value = value * 10 + digit;
+  }
+  return value;
+}
 
 /**
  * The headers a direct call keeps of those `forEach` shows it: one object shape for every
@@ -177,10 +191,9 @@ export class UwsCall implements CallRequest, CallResponse {
   /** An answer waits for the body's last bytes (hyper-express waits as well). */
   private answerWaits = false;
 
-  private constructor(readonly res: HttpResponse, req: HttpRequest, headers: CallHeaders,
-    declared: number) {
-    const method = req.getMethod();
-    this.method = METHODS.get(method) ?? method.toUpperCase();
+  private constructor(readonly res: HttpResponse, req: HttpRequest, method: DirectMethod,
+    headers: CallHeaders, declared: number) {
+    this.method = method;
     this.path = req.getUrl();
     this.path_query = req.getQuery() as string | undefined;
     this.headers = headers;
@@ -198,7 +211,8 @@ export class UwsCall implements CallRequest, CallResponse {
    * The call if this path serves it, else null once the router was told to look further
    * (`setYield`): nothing of the response was touched, so the route behind gets it whole.
    */
-  static accept(res: HttpResponse, req: HttpRequest, maxBodyBytes: number): UwsCall | null {
+  static accept(res: HttpResponse, req: HttpRequest, method: DirectMethod,
+    maxBodyBytes: number): UwsCall | null {
     const headers = new CollectedHeaders();
     collecting = headers;
     req.forEach(collectHeader);
@@ -209,13 +223,13 @@ export class UwsCall implements CallRequest, CallResponse {
     }
     const length = headers['content-length'];
     if (length !== undefined) {
-      declared = PLAIN_LENGTH.test(length) ? Number(length) : Number.NaN;
+      declared = plainLength(length);
       if (!(declared <= maxBodyBytes)) {
         req.setYield(true);
         return null;
       }
     }
-    return new UwsCall(res, req, headers, declared);
+    return new UwsCall(res, req, method, headers, declared);
   }
 
   /**

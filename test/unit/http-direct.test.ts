@@ -201,6 +201,9 @@ describe('the KV routes on uWebSockets directly', () => {
     const taken = accept.mock.results.filter((r) => r.value !== null).length;
     expect(taken).toBeGreaterThan(REQUESTS / 3);
     expect(accept.mock.calls.length - taken).toBeGreaterThan(REQUESTS / 50);
+    // Each of its four methods on a route of its own (server.ts); any other went on.
+    expect(new Set(accept.mock.calls.map((call) => call[2]))).toEqual(
+      new Set(['GET', 'PUT', 'POST', 'DELETE']));
     expect(statuses.get(200) ?? 0).toBeGreaterThan(REQUESTS / 5);
     expect(statuses.get(413) ?? 0).toBeGreaterThan(0);
   });
@@ -315,13 +318,13 @@ describe('a direct call on its connection', () => {
       // Counts the abort handlers the direct path attaches (uws-call.ts, watchAbortIfOpen).
       let watched = 0;
       const accept = UwsCall.accept.bind(UwsCall);
-      vi.spyOn(UwsCall, 'accept').mockImplementation((res, req, maxBodyBytes) => {
+      vi.spyOn(UwsCall, 'accept').mockImplementation((res, req, method, maxBodyBytes) => {
         const onAborted = res.onAborted.bind(res);
         res.onAborted = (handler) => {
           watched++;
           return onAborted(handler);
         };
-        return accept(res, req, maxBodyBytes);
+        return accept(res, req, method, maxBodyBytes);
       });
       const { handle, service, agent } = await start(true);
       const read = { method: 'GET', path: '/api/v1/kv/orders/k', body: null,
