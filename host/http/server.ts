@@ -387,7 +387,7 @@ class HttpApp {
 
   /** A KV call with its body: parsed, refused, answered at once, or submitted (null). */
   private kvCall(exchange: Exchange, route: RouteMatch, req: CallRequest, tenant: string,
-    body: Buffer | KvError | undefined): Answer | null {
+    body: Uint8Array | KvError | undefined): Answer | null {
     if (isKvError(body)) return body;
     const frame = this.frameOf(exchange, route, req, tenant, body ?? null);
     // Parsed and validated once, by the machine, into the bytes the log entry carries.
@@ -412,7 +412,7 @@ class HttpApp {
   }
 
   private frameOf(exchange: Exchange, route: RouteMatch, req: CallRequest, tenant: string,
-    body: Buffer | null): RequestFrame {
+    body: Uint8Array | null): RequestFrame {
     const requireGrant = this.deps.config.requireGrant;
     if (route.id === 'kvBatch') return { route: 'batch', body, tenant, requireGrant };
     if (route.id === 'kvPath') {
@@ -658,8 +658,9 @@ function readBodyBytes(req: CallRequest, maxBytes: number, done: BodyDone): void
   readChunked(hyperRequest, maxBytes, done);
 }
 
-function utf8(buffer: Buffer | KvError): string | KvError {
-  return isKvError(buffer) ? buffer : buffer.toString('utf8');
+function utf8(bytes: Uint8Array | KvError): string | KvError {
+  return isKvError(bytes) ? bytes
+    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
 }
 
 function bodyTooLarge(maxBytes: number): KvError {
@@ -706,7 +707,7 @@ function readSized(req: Request, declared: number, done: BodyDone): void {
   parser._body_parser_mode = 1;
   parser._body_parser_passthrough = (chunk, isLast) => {
     if (settled) return;
-    if (received + chunk.byteLength > declared) {
+    if (received + chunk.length > declared) {
       // uWebSockets ends a body at its content-length; more would be a bug beneath us.
       settled = true;
       done(kvError('internal_error', 'internal_error',
@@ -715,7 +716,7 @@ function readSized(req: Request, declared: number, done: BodyDone): void {
     }
     // The chunk is uWebSockets' own memory, valid only during this call: copied now.
     body.set(chunk, received);
-    received += chunk.byteLength;
+    received += chunk.length;
     if (isLast) {
       settled = true;
       markReceived(req);

@@ -49,7 +49,7 @@ export interface CallResponse {
 }
 
 /** What a body reader hands on: the body, a refusal, or undefined when none was sent. */
-export type BodyDone<Refusal> = (body: Buffer | Refusal | undefined) => void;
+export type BodyDone<Refusal> = (body: Uint8Array | Refusal | undefined) => void;
 
 /**
  * Bodies of a declared length live for one call: cut from slabs of their own (slabs.ts), a
@@ -184,7 +184,7 @@ export class UwsCall implements CallRequest, CallResponse {
   answerBody: string | Uint8Array | null = null;
 
   /** The body's buffer while it arrives; null when the call has none. */
-  private body: Buffer | null;
+  private body: Uint8Array | null;
   private received = 0;
   private bodyWhole: boolean;
   private bodyDone: BodyDone<never> | null = null;
@@ -305,7 +305,7 @@ export class UwsCall implements CallRequest, CallResponse {
     if (this.completed) return;
     const body = this.body;
     if (body !== null) {
-      if (this.received + chunk.byteLength > body.byteLength) {
+      if (this.received + chunk.byteLength > body.length) {
         // uWebSockets ends a body at its content-length; more would be a bug beneath us, and
         // a connection whose framing is in doubt is closed rather than read further.
         this.close();
@@ -327,7 +327,7 @@ export class UwsCall implements CallRequest, CallResponse {
     const done = this.bodyDone;
     if (done !== null) {
       this.bodyDone = null;
-      done(body === null || this.received === body.byteLength ? body ?? undefined
+      done(body === null || this.received === body.length ? body ?? undefined
         : body.subarray(0, this.received));
     }
   }

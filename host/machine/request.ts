@@ -4,6 +4,7 @@
  * region: its strings encoded in place, the body copied once, no object per operation.
  * Pure: no I/O; the only memory touched is the `Uint8Array` it is given.
  */
+import { putU32 } from '../core/little-endian.js';
 import { Slabs } from '../core/slabs.js';
 import {
   METHOD_DELETE, METHOD_GET, METHOD_PUT, PARSE_COMMAND, PARSE_INVALID, PARSE_REFUSED,
@@ -92,13 +93,6 @@ export function frameBytesMax(frame: RequestFrame): number {
   return FRAME_FIXED_BYTES + 3 * (frame.tenant.length + (frame.rawNs?.length ?? 0) +
     (frame.rawKey?.length ?? 0) + (frame.transactionId?.length ?? 0)) +
     (frame.body?.length ?? 0);
-}
-
-function putU32(target: Uint8Array, pos: number, v: number): void {
-  target[pos] = v & 0xff;
-  target[pos + 1] = (v >>> 8) & 0xff;
-  target[pos + 2] = (v >>> 16) & 0xff;
-  target[pos + 3] = v >>> 24;
 }
 
 function putString(target: Uint8Array, pos: number, s: string): number {

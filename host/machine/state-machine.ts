@@ -633,18 +633,17 @@ export class StateMachine {
 
   /**
    * Views of all of wasm memory, made again only when memory grew (the old ones detached).
-   * Take them after every call that may grow memory (`inputAt` does), not before.
+   * Take them after every call that may grow memory (`inputAt` does), not before. A grown
+   * memory detaches the buffer the views are over, which then read as empty: checked by
+   * their length, where asking the memory for its buffer is a call into C++ on every call.
    */
   private memory(): ByteViews {
-    const buffer = this.x.memory.buffer;
-    if (buffer !== this.memoryBuffer) {
-      this.memoryViews = byteViewsOf(new Uint8Array(buffer));
-      this.memoryBuffer = buffer;
+    if (this.memoryViews.bytes.length === 0) {
+      this.memoryViews = byteViewsOf(new Uint8Array(this.x.memory.buffer));
     }
     return this.memoryViews;
   }
 
-  private memoryBuffer: ArrayBuffer | null = null;
   private memoryViews: ByteViews = byteViewsOf(new Uint8Array(0));
 
   /** The hot path of every request: no closure, no view but the cached one. */

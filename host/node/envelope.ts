@@ -11,6 +11,7 @@
  *
  * Pure: no I/O, no clock.
  */
+import { putU64 } from '../core/little-endian.js';
 import { Slabs } from '../core/slabs.js';
 import { ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX } from '../machine/abi.js';
 
@@ -60,8 +61,7 @@ export function encodeEnvelope(origin: Origin, seq: number, command: Uint8Array)
   const out = entrySlabs.take(head.length + 8 + command.length);
   out.set(head, 0);
   let at = head.length;
-  out.writeUInt32LE(seq % TWO_POW_32, at);
-  out.writeUInt32LE(Math.floor(seq / TWO_POW_32), at + 4);
+  putU64(out, at, seq);
   at += 8;
   out.set(command, at);
   return out;

@@ -107,8 +107,8 @@ export async function writeFully(
   position: number,
 ): Promise<void> {
   let done = 0;
-  while (done < bytes.byteLength) {
-    const { bytesWritten } = await handle.write(bytes, done, bytes.byteLength - done,
+  while (done < bytes.length) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done,
       position + done);
     if (bytesWritten <= 0) throw new Error(`write made no progress at byte ${position + done}`);
     done += bytesWritten;
@@ -117,8 +117,8 @@ export async function writeFully(
 
 /** `writeFully` on the calling thread: for writes small enough to copy at once. */
 function writeFullySync(fd: number, bytes: Uint8Array, position: number): void {
-  for (let done = 0; done < bytes.byteLength;) {
-    const written = writeSync(fd, bytes, done, bytes.byteLength - done, position + done);
+  for (let done = 0; done < bytes.length;) {
+    const written = writeSync(fd, bytes, done, bytes.length - done, position + done);
     if (written <= 0) throw new Error(`write made no progress at byte ${position + done}`);
     done += written;
   }
@@ -138,7 +138,7 @@ interface Segment {
   /** Where buffered bytes start; below `fileBytes` means the file is cut here first. */
   pendingStart: number;
   /** Buffered frames, one per record (the header is one too), in file order. */
-  pendingChunks: Buffer[];
+  pendingChunks: Uint8Array[];
   pendingBytes: number;
   /** The file exists, or a flush that creates it has been planned. */
   onDisk: boolean;
@@ -156,7 +156,7 @@ interface SegmentWrite {
   readonly eraseFromBytes: number | null;
   readonly eraseToBytes: number;
   readonly position: number;
-  readonly bytes: Buffer | null;
+  readonly bytes: Uint8Array | null;
   readonly create: boolean;
 }
 
@@ -240,7 +240,7 @@ export class Wal {
       if (index !== first.index + i) assertionFailed(`batch index ${index} is not contiguous`);
     }
     const frames = entries.map(encodeRecord);
-    const frameBytes = frames.reduce((sum, frame) => sum + frame.byteLength, 0);
+    const frameBytes = frames.reduce((sum, frame) => sum + frame.length, 0);
     const headerBytes = SEGMENT_HEADER_BYTES * frames.length;
     assertion(this.totalPendingBytes + frameBytes + headerBytes <= PENDING_BYTES_MAX,
       `buffered WAL bytes would exceed ${PENDING_BYTES_MAX}; sync first`);
@@ -284,11 +284,11 @@ export class Wal {
     this.totalPendingBytes = 0;
   }
 
-  private place(frame: Buffer, index: number): void {
+  private place(frame: Uint8Array, index: number): void {
     let tail = this.segments.at(-1);
     const tailBytes = tail === undefined ? 0 : tail.pendingStart + tail.pendingBytes;
     if (tail === undefined ||
-      (tail.offsets.length > 0 && tailBytes + frame.byteLength > this.segmentBytesMax)) {
+      (tail.offsets.length > 0 && tailBytes + frame.length > this.segmentBytesMax)) {
       tail = this.roll(index);
     }
     if (tail.firstIndex + tail.offsets.length !== index) {
@@ -296,8 +296,8 @@ export class Wal {
     }
     tail.offsets.push(tail.pendingStart + tail.pendingBytes);
     tail.pendingChunks.push(frame);
-    tail.pendingBytes += frame.byteLength;
-    this.totalPendingBytes += frame.byteLength;
+    tail.pendingBytes += frame.length;
+    this.totalPendingBytes += frame.length;
   }
 
   private roll(firstIndex: number): Segment {
@@ -310,14 +310,14 @@ export class Wal {
       fileBytes: 0,
       pendingStart: 0,
       pendingChunks: [header],
-      pendingBytes: header.byteLength,
+      pendingBytes: header.length,
       onDisk: false,
       handle: null,
       dirty: false,
       spare: this.spares.take(),
     };
     this.segments.push(segment);
-    this.totalPendingBytes += header.byteLength;
+    this.totalPendingBytes += header.length;
     return segment;
   }
 
@@ -340,8 +340,8 @@ export class Wal {
       while (segment.pendingStart + segment.pendingBytes > cutAt) {
         const chunk = segment.pendingChunks.pop();
         assertion(chunk !== undefined, 'pending chunks do not cover the cut');
-        segment.pendingBytes -= chunk.byteLength;
-        this.totalPendingBytes -= chunk.byteLength;
+        segment.pendingBytes -= chunk.length;
+        this.totalPendingBytes -= chunk.length;
       }
       assertion(segment.pendingStart + segment.pendingBytes === cutAt, 'cut inside a frame');
     } else {
@@ -417,7 +417,7 @@ export class Wal {
     for (const write of writes) {
       if (write.bytes === null) continue;
       const handle = await this.handleOf(write.segment, write.create);
-      if (write.bytes.byteLength <= WRITE_THROUGH_BYTES_MAX) {
+      if (write.bytes.length <= WRITE_THROUGH_BYTES_MAX) {
         writeFullySync(handle.fd, write.bytes, write.position);
       } else {
         await writeFully(handle, write.bytes, write.position);
@@ -463,7 +463,7 @@ export class Wal {
       let chunkStart = segment.pendingStart;
       for (const chunk of segment.pendingChunks) {
         if (chunkStart === offset) header = chunk;
-        chunkStart += chunk.byteLength;
+        chunkStart += chunk.length;
       }
     } else {
       header = Buffer.alloc(RECORD_HEADER_BYTES);

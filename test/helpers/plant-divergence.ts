@@ -20,7 +20,7 @@ export function plantDivergence(dataDir: string, marker: string): number {
       if (at < 0) continue;
       const data = Buffer.from(entry.data);
       data[at] = 'P'.charCodeAt(0);
-      encodeRecord({ ...entry, data }).copy(bytes, scan.offsets[i]!);
+      bytes.set(encodeRecord({ ...entry, data }), scan.offsets[i]!);
       writeFileSync(path, bytes);
       return entry.index;
     }

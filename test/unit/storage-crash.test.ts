@@ -18,6 +18,7 @@ import { FileStorage } from '../../host/storage/file-storage.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SOURCES = [
   'host/core/raft/types.ts', 'host/core/raft/configuration.ts', 'host/core/slabs.ts',
+  'host/core/little-endian.ts',
   'host/storage/storage.ts', 'host/storage/record.ts',
   'host/storage/wal.ts', 'host/storage/wal-prealloc.ts', 'host/storage/segment-scan.ts',
   'host/storage/segment-reader.ts', 'host/storage/segment-reader-worker.ts',
