@@ -9,6 +9,7 @@
  * process: an unexpected exception is a logged 500.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import HyperExpress from 'hyper-express';
 import type { Request, Response } from 'hyper-express';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';

@@ -52,11 +52,15 @@ export interface Logger extends RequestLogger {
 }
 
 class PinoBackedLogger implements Logger {
-  get debugEnabled(): boolean {
-    return this.inner.isLevelEnabled('debug');
-  }
+  /**
+   * Read once: a logger's level is set when it is made and never changed here, and the HTTP
+   * layer asks on every call (pino's `isLevelEnabled` reads its level table through getters).
+   */
+  readonly debugEnabled: boolean;
 
-  constructor(private readonly inner: PinoLogger) {}
+  constructor(private readonly inner: PinoLogger) {
+    this.debugEnabled = inner.isLevelEnabled('debug');
+  }
 
   debug(fields: Record<string, unknown>, message: string): void {
     this.inner.debug(fields, message);

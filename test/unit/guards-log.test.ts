@@ -46,6 +46,16 @@ describe('createLogger', () => {
     expect(silent.lines()).toEqual([]);
   });
 
+  it('says whether debug lines are written, for itself and its children', () => {
+    // The HTTP layer skips building a call's log line when they are not.
+    for (const level of LOG_LEVELS) {
+      const { log } = capture(level);
+      const expected = level === 'debug' || level === 'trace';
+      expect(log.debugEnabled, level).toBe(expected);
+      expect(log.child({ component: 'raft' }).debugEnabled, level).toBe(expected);
+    }
+  });
+
   it('child loggers carry their fields on every line', () => {
     const { lines, log } = capture('debug');
     const raft = log.child({ component: 'raft', node: 'n1' });
