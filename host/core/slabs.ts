@@ -29,8 +29,9 @@ export class Slabs {
   /**
    * `bytes` bytes of their own (no other `take` overlaps them), contents undefined. A plain
    * `Uint8Array` made by its constructor, not a Buffer: Buffer's `subarray` is JavaScript
-   * that reads the parent's `buffer` and `byteOffset` through generic property loads once
-   * its call sites have seen several kinds of typed array (about 300 instructions a load).
+   * that reads the parent's `buffer` and `byteOffset`, which this Node's compiler turns into
+   * generic property loads on any typed array (docs/performance.md, "Typed-array properties
+   * this Node reads the slow way").
    */
   take(bytes: number): Uint8Array {
     if (bytes >= this.ownBytesMin) return new Uint8Array(uninitialized(bytes));

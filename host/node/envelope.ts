@@ -25,7 +25,6 @@ export interface Origin {
 }
 
 const encoder = new TextEncoder();
-const TWO_POW_32 = 4294967296;
 
 /**
  * The fixed head of every envelope one origin proposes (format, id, incarnation), encoded once:
