@@ -18,6 +18,7 @@
  *   when there is none (thesis §4.1: a configuration takes effect when appended, and an
  *   overwritten one stops being in effect with it).
  */
+import { lastOf } from '../last-of.js';
 import { configurationOf, decodeConfigEntry, sameConfiguration } from './configuration.js';
 import type { Configuration, Entry, Snapshot, SnapshotMeta } from './types.js';
 
@@ -96,12 +97,12 @@ export class RaftLog {
   }
 
   lastTerm(): number {
-    const last = this.entries[this.entries.length - 1];
+    const last = lastOf(this.entries);
     return last === undefined ? this.snapshot.term : last.term;
   }
 
   lastTimeMs(): number {
-    const last = this.entries[this.entries.length - 1];
+    const last = lastOf(this.entries);
     return last === undefined ? this.snapshot.timeMs : last.timeMs;
   }
 
@@ -177,7 +178,10 @@ export class RaftLog {
       raftFail(`append after ${afterIndex} would rewrite committed entries (commit ${
         this.commitIndex})`);
     }
-    this.entries.length = afterIndex - this.snapshot.index;
+    // Most appends go on from the last entry: a store to an array's length is a call into
+    // the runtime even when it changes nothing.
+    const kept = afterIndex - this.snapshot.index;
+    if (this.entries.length !== kept) this.entries.length = kept;
     while ((this.configEntries.at(-1)?.index ?? 0) > afterIndex) {
       this.configEntries.pop();
       this.configChanges++;

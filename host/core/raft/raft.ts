@@ -27,6 +27,7 @@
  * before it learns it is a member.
  */
 import { mark } from '../marks.js';
+import { lastOf } from '../last-of.js';
 import { createPrng, type Prng } from '../prng.js';
 import {
   applyChange, bootstrapConfiguration, encodeConfigEntry, isRefused, roleOf, VOTERS_MAX,
@@ -1403,7 +1404,7 @@ class Raft implements RaftCore {
     raftAssert(!this.readyOutstanding, 'ready() called again before advance()');
     this.flushTurn();
     const committedEntries = this.log.nextCommitted(COMMITTED_BYTES_PER_READY_MAX);
-    const lastCommitted = committedEntries[committedEntries.length - 1];
+    const lastCommitted = lastOf(committedEntries);
     if (lastCommitted !== undefined) this.log.applyingIndex = lastCommitted.index;
     const snapshot: Snapshot | null = this.log.pendingSnapshot;
     const ready: Ready = {
@@ -1433,7 +1434,7 @@ class Raft implements RaftCore {
     if (ready.hardState !== null) this.persistedHardState = ready.hardState;
     if (ready.softState !== null) this.reportedSoftState = ready.softState;
     if (ready.snapshot !== null) this.log.snapshotPersisted(ready.snapshot.meta.index);
-    const lastApplied = ready.committedEntries[ready.committedEntries.length - 1];
+    const lastApplied = lastOf(ready.committedEntries);
     if (lastApplied !== undefined) this.log.appliedTo(lastApplied.index);
     raftAssert(this.log.appliedIndex <= this.log.commitIndex, 'applied passes committed');
   }
