@@ -27,6 +27,19 @@ describe('entry envelope', () => {
     expect([first[16], second[16]]).toEqual([1, 2]);
   });
 
+  it('writes each origin\'s own head when origins take turns', () => {
+    const other = { nodeId: 'node-three', incarnation: 7 };
+    for (const [from, id, incarnation] of [[origin, 'n2', 0xdeadbeef], [other, 'node-three', 7],
+      [other, 'node-three', 7], [origin, 'n2', 0xdeadbeef]] as const) {
+      const bytes = encodeEnvelope(from, 1, new Uint8Array([5]));
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      expect(bytes[1]).toBe(id.length);
+      expect(new TextDecoder().decode(bytes.subarray(2, 2 + id.length))).toBe(id);
+      expect(view.getUint32(2 + id.length, true)).toBe(incarnation);
+      expect(bytes[bytes.length - 1]).toBe(5);
+    }
+  });
+
   it('refuses an id over 64 bytes and a sequence number that is not positive', () => {
     expect(() => encodeEnvelope({ nodeId: 'x'.repeat(65), incarnation: 1 }, 1,
       new Uint8Array())).toThrow(/64 bytes/);
