@@ -11,7 +11,7 @@
  *
  * Pure: no I/O, no clock.
  */
-import { putU64 } from '../core/little-endian.js';
+import { putU32, putU64 } from '../core/little-endian.js';
 import { Slabs } from '../core/slabs.js';
 import { ENVELOPE_FORMAT_VERSION, ORIGIN_ID_BYTES_MAX } from '../machine/abi.js';
 
@@ -53,7 +53,7 @@ function newHead(origin: Origin): Uint8Array {
   head[0] = ENVELOPE_FORMAT_VERSION;
   head[1] = id.length;
   head.set(id, 2);
-  new DataView(head.buffer).setUint32(2 + id.length, origin.incarnation >>> 0, true);
+  putU32(head, 2 + id.length, origin.incarnation >>> 0);
   headsByOrigin.set(origin, head);
   return head;
 }

@@ -28,7 +28,6 @@
  * whose digest is not this replica's (checkpoints.ts: the state diverged). Everything the
  * driver queues is bounded, and every client wait ends by `requestTimeoutMs` at the latest.
  */
-import { lastOf } from '../core/last-of.js';
 import type { MembershipChange } from '../core/raft/configuration.js';
 import { entryBytes } from '../core/raft/log.js';
 import { createRaft, type RaftCore, type Ready } from '../core/raft/raft.js';
@@ -868,7 +867,7 @@ export class Replica implements KvService, MembersService {
   private handToStorage(ready: Ready): void {
     const { storage } = this.deps;
     if (ready.hardState !== null) storage.setHardState(ready.hardState);
-    const last = lastOf(ready.entries);
+    const last = ready.entries.at(-1);
     if (last !== undefined) {
       storage.append(ready.entries);
       for (const entry of ready.entries) this.logBytesSinceSnapshot += entryBytes(entry);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 
 import type { Entry, EntryType, HardState, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import { readHardStateFile } from '../storage/hard-state-file.js';
-import { isZeroRange, RECORD_HEADER_BYTES } from '../storage/record.js';
+import { isZeroRange, recordBytes } from '../storage/record.js';
 import {
   checkSnapshotFile, listSnapshotIndexes, snapshotFileName, verifiedSnapshotChunks,
 } from '../storage/snapshot-files.js';
@@ -241,7 +241,7 @@ async function scanSegments(walDir: string, summary: LogSummary): Promise<Segmen
 function count(kind: KindTally, entry: Entry): void {
   kind.count += 1;
   kind.dataBytes += entry.data.byteLength;
-  kind.recordBytes += RECORD_HEADER_BYTES + entry.data.byteLength;
+  kind.recordBytes += recordBytes(entry);
   kind.largestDataBytes = Math.max(kind.largestDataBytes, entry.data.byteLength);
 }
 

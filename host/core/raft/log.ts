@@ -18,7 +18,6 @@
  *   when there is none (thesis §4.1: a configuration takes effect when appended, and an
  *   overwritten one stops being in effect with it).
  */
-import { lastOf } from '../last-of.js';
 import { configurationOf, decodeConfigEntry, sameConfiguration } from './configuration.js';
 import type { Configuration, Entry, Snapshot, SnapshotMeta } from './types.js';
 
@@ -97,12 +96,12 @@ export class RaftLog {
   }
 
   lastTerm(): number {
-    const last = lastOf(this.entries);
+    const last = this.entries.at(-1);
     return last === undefined ? this.snapshot.term : last.term;
   }
 
   lastTimeMs(): number {
-    const last = lastOf(this.entries);
+    const last = this.entries.at(-1);
     return last === undefined ? this.snapshot.timeMs : last.timeMs;
   }
 

@@ -27,7 +27,6 @@
  * before it learns it is a member.
  */
 import { mark } from '../marks.js';
-import { lastOf } from '../last-of.js';
 import { createPrng, type Prng } from '../prng.js';
 import {
   applyChange, bootstrapConfiguration, encodeConfigEntry, isRefused, roleOf, VOTERS_MAX,
@@ -1404,7 +1403,9 @@ class Raft implements RaftCore {
     raftAssert(!this.readyOutstanding, 'ready() called again before advance()');
     this.flushTurn();
     const committedEntries = this.log.nextCommitted(COMMITTED_BYTES_PER_READY_MAX);
-    const lastCommitted = lastOf(committedEntries);
+    // `at(-1)`, not `[length - 1]`: on an empty list (most turns) that reads the key -1,
+    // which V8 looks up as a named property through a call into the runtime.
+    const lastCommitted = committedEntries.at(-1);
     if (lastCommitted !== undefined) this.log.applyingIndex = lastCommitted.index;
     const snapshot: Snapshot | null = this.log.pendingSnapshot;
     const ready: Ready = {
@@ -1434,7 +1435,7 @@ class Raft implements RaftCore {
     if (ready.hardState !== null) this.persistedHardState = ready.hardState;
     if (ready.softState !== null) this.reportedSoftState = ready.softState;
     if (ready.snapshot !== null) this.log.snapshotPersisted(ready.snapshot.meta.index);
-    const lastApplied = lastOf(ready.committedEntries);
+    const lastApplied = ready.committedEntries.at(-1);
     if (lastApplied !== undefined) this.log.appliedTo(lastApplied.index);
     raftAssert(this.log.appliedIndex <= this.log.commitIndex, 'applied passes committed');
   }

@@ -9,7 +9,6 @@
  * Pure: no I/O, no clock. Time is the core's tick count. Every queue is bounded; a read
  * that waits longer than its deadline fails, so a lost message never strands a read.
  */
-import { lastOf } from '../last-of.js';
 import { majority } from './quorum.js';
 
 /** Reads pending on one node, on either side; more fail at once. */
@@ -89,7 +88,7 @@ export class ReadTracker {
 
   /** The newest round's context, carried by every heartbeat (0: no round pending). */
   latestContext(): number {
-    const last = lastOf(this.rounds);
+    const last = this.rounds.at(-1);
     return last === undefined ? 0 : last.context;
   }
 
