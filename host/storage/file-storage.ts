@@ -58,8 +58,6 @@ export const SPACE_CHECK_INTERVAL_MS = 500;
  */
 const SNAPSHOT_READERS_MAX = 3;
 
-function noop(): void {}
-
 export interface FileStorageOptions {
   /** Roll size of a WAL segment in bytes: 4 KiB .. 1 GiB, default 64 MiB. */
   readonly segmentBytesMax?: number;
@@ -458,17 +456,25 @@ export class FileStorage implements Storage {
   /**
    * Runs `step` once every earlier exclusive step has finished; `now`, with none queued or
    * running, in this call.
+   *
+   * The count drops in the first reaction to the step's promise, before any reaction the
+   * caller adds: a caller that starts the next step from its own reaction (the replica
+   * starts the next fsync the moment one returns) finds the lock free and starts in its
+   * call. Dropped one reaction later, that step waited in a microtask behind the rest of the
+   * caller's turn (applying and answering the calls the fsync released, 0.43 ms at p50 under
+   * puts at 64 connections), and the disk idled meanwhile.
    */
   private exclusive<T>(step: () => Promise<T>, now = false): Promise<T> {
     const idle = now && this.exclusiveSteps === 0;
     this.exclusiveSteps++;
     const run = idle ? step() : this.lock.then(step);
-    this.lock = run.then(noop, noop);
-    void this.lock.then(() => {
-      this.exclusiveSteps--;
-    });
+    this.lock = run.then(this.releaseStep, this.releaseStep);
     return run;
   }
+
+  private readonly releaseStep = (): void => {
+    this.exclusiveSteps--;
+  };
 
   private assertUsable(): void {
     if (this.failure !== null) {

@@ -416,7 +416,9 @@ export class Wal {
     }
     for (const write of writes) {
       if (write.bytes === null) continue;
-      const handle = await this.handleOf(write.segment, write.create);
+      // An open segment's handle without an await: a flush started from a reaction (the
+      // last fsync's return) then writes and hands its fdatasync over in that call.
+      const handle = write.segment.handle ?? await this.handleOf(write.segment, write.create);
       if (write.bytes.length <= WRITE_THROUGH_BYTES_MAX) {
         writeFullySync(handle.fd, write.bytes, write.position);
       } else {

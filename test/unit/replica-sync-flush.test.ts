@@ -58,10 +58,13 @@ describe('the driver and an fsync on the loop', () => {
       onFatal: (error) => { fatal = error; } });
     await replica.start();
     try {
-      // Lone calls, one at a time: after a run of them the fsyncs move onto the loop.
+      // Lone calls, one at a time: after a run of them the fsyncs move onto the loop. Each
+      // comes in a turn of its own, as over a socket: one made in the answer's own turn is a
+      // second entry synced in that turn, which sends the fsyncs back to the pool.
       for (let i = 0; i < LONE_SYNCS_BEFORE_LOOP * 2; i++) {
         const result = await execute(replica, put(i));
         expect(result.kind).toBe('done');
+        await new Promise((resolve) => setImmediate(resolve));
       }
     } finally {
       await replica.stop();

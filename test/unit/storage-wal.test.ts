@@ -209,7 +209,7 @@ interface FdatasyncCalls {
 async function withFdatasyncsCounted(body: (calls: FdatasyncCalls) => Promise<void>,
   onLoop: (fd: number) => void = fs.fdatasyncSync,
   inPool: typeof fs.fdatasync = fs.fdatasync): Promise<void> {
-  // A sync's lock is let go a few microtasks after it resolves: start with none held.
+  // Start with no sync's lock held.
   await new Promise((resolve) => setImmediate(resolve));
   const pooled = fs.fdatasync;
   const real = fs.fdatasyncSync;
@@ -248,6 +248,34 @@ it('with nothing else running, a sync hands its fdatasync to the OS within the c
   await storage.close();
   expect((await recoverFresh(dir)).entries.map((e) => e.index)).toEqual([1, 2]);
 });
+
+it('a sync started as the last one resolves writes and hands its fdatasync over in that call',
+  async () => {
+    // The replica starts the next fsync from the reaction to the last one, then applies and
+    // answers what that one released: a flush queued behind the lock, or behind an await of
+    // an open handle, waited for all of that while the disk idled.
+    const dir = await freshDir();
+    const storage = new FileStorage(dir);
+    await storage.recover();
+    storage.append(entries({ from: 1, terms: [1] }));
+    await storage.sync();
+    await withFdatasyncsCounted(async (calls) => {
+      storage.append(entries({ from: 2, terms: [1] }));
+      let handedOverInCall = -1;
+      const next = await storage.sync().then(() => {
+        // Not written through: the flush must write the record itself before its fdatasync.
+        storage.append(entries({ from: 3, terms: [1] }));
+        const before = calls.pooled;
+        const synced = storage.sync();
+        handedOverInCall = calls.pooled - before;
+        return { synced };
+      });
+      expect(handedOverInCall).toBe(1);
+      await next.synced;
+    });
+    await storage.close();
+    expect((await recoverFresh(dir)).entries.map((e) => e.index)).toEqual([1, 2, 3]);
+  });
 
 it('a small group\'s sync may fdatasync on the loop, only when nothing else must go first',
   async () => {
