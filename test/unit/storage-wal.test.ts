@@ -232,12 +232,18 @@ async function withFdatasyncsCounted(body: (calls: FdatasyncCalls) => Promise<vo
   }
 }
 
-it('with nothing else running, a sync hands its fdatasync to the OS within the call', async () => {
+/** A recovered storage in a fresh directory holding entry 1, durable. */
+async function storageWithOneEntry(): Promise<{ dir: string; storage: FileStorage }> {
   const dir = await freshDir();
   const storage = new FileStorage(dir);
   await storage.recover();
   storage.append(entries({ from: 1, terms: [1] }));
   await storage.sync();
+  return { dir, storage };
+}
+
+it('with nothing else running, a sync hands its fdatasync to the OS within the call', async () => {
+  const { dir, storage } = await storageWithOneEntry();
   await withFdatasyncsCounted(async (calls) => {
     storage.append(entries({ from: 2, terms: [1] }));
     storage.startWrite();
@@ -254,11 +260,7 @@ it('a sync started as the last one resolves writes and hands its fdatasync over 
     // The replica starts the next fsync from the reaction to the last one, then applies and
     // answers what that one released: a flush queued behind the lock, or behind an await of
     // an open handle, waited for all of that while the disk idled.
-    const dir = await freshDir();
-    const storage = new FileStorage(dir);
-    await storage.recover();
-    storage.append(entries({ from: 1, terms: [1] }));
-    await storage.sync();
+    const { dir, storage } = await storageWithOneEntry();
     await withFdatasyncsCounted(async (calls) => {
       storage.append(entries({ from: 2, terms: [1] }));
       let handedOverInCall = -1;
