@@ -29,6 +29,7 @@ import type {
 import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import { streamBody } from './stream-body.js';
+import { RequestIds } from './request-ids.js';
 import {
   bodySlabs, type BodyDone as BodyDoneOf, type CallRequest, type CallResponse,
   type DirectMethod, JSON_TYPE, UwsCall,
@@ -119,11 +120,19 @@ class Exchange implements CallSink {
   constructor(
     private readonly app: HttpApp,
     readonly res: CallResponse,
-    readonly requestId: string,
+    /** The client's `x-request-id` when it may be echoed, else null: the node numbers it. */
+    readonly clientRequestId: string | null,
+    /** The node's number for the call, when the client sent no id it may echo. */
+    readonly requestNumber: number,
     readonly method: string,
     readonly route: RouteMatch | null,
     readonly startedMs: number,
   ) {}
+
+  /** The call's id, for log lines and a response written through hyper-express. */
+  get requestId(): string {
+    return this.clientRequestId ?? this.app.requestIds.text(this.requestNumber);
+  }
 
   answered(header: AnswerHeader, body: Uint8Array): void {
     this.app.finish(this, machineReply(header, body));
@@ -210,8 +219,7 @@ class HttpApp {
   /** Calls between body received and response written. */
   private inFlight = 0;
   private drainWaiters: Array<() => void> = [];
-  private readonly requestIdPrefix = randomBytes(4).toString('hex') + '-';
-  private requestCount = 0;
+  readonly requestIds = new RequestIds(randomBytes(4).toString('hex') + '-');
 
   constructor(private readonly deps: HttpDeps) {}
 
@@ -224,8 +232,11 @@ class HttpApp {
   serve(req: CallRequest, res: CallResponse): void {
     const startedMs = performance.now();
     const method = req.method;
-    const exchange = new Exchange(this, res, this.requestIdOf(req.headers['x-request-id']),
-      method, matchRoute(method, req.path), startedMs);
+    const sent = req.headers['x-request-id'];
+    const clientId = sent !== undefined && REQUEST_ID_PATTERN.test(sent) ? sent : null;
+    const exchange = new Exchange(this, res, clientId,
+      clientId === null ? this.requestIds.next() : 0, method, matchRoute(method, req.path),
+      startedMs);
     let answer: Answer | null | Promise<Answer | null>;
     try {
       answer = this.answer(exchange, req);
@@ -264,12 +275,6 @@ class HttpApp {
         // The logger itself failed; there is nowhere left to report to.
       }
     }
-  }
-
-  private requestIdOf(header: string | undefined): string {
-    if (header !== undefined && REQUEST_ID_PATTERN.test(header)) return header;
-    this.requestCount++;
-    return this.requestIdPrefix + this.requestCount.toString(36);
   }
 
   private internalError(exchange: Exchange, error: unknown): KvError {
@@ -503,7 +508,11 @@ class HttpApp {
     // uWebSockets answers 200 OK unless told otherwise; a status set through hyper-express is
     // a string built per call ("200 OK") and converted to UTF-8 by uWebSockets.
     if (answer.status !== 200) res.status(answer.status);
-    res.header('x-request-id', exchange.requestId);
+    if (exchange.clientRequestId === null && res instanceof UwsCall) {
+      res.headerNow('x-request-id', this.requestIds.bytes(exchange.requestNumber));
+    } else {
+      res.header('x-request-id', exchange.requestId);
+    }
     if (answer instanceof KvError) {
       res.header('content-type', JSON_TYPE);
       if (answer.retryAfterSeconds !== null) {

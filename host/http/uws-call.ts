@@ -7,7 +7,8 @@
  * of a get's 56,000 (docs/performance.md, "A call beneath hyper-express"). The KV routes are
  * the hot path, so they are registered on the server's own uWebSockets app (`uws_instance`),
  * where a call is one `UwsCall`: the request's fields, the few headers the HTTP layer reads,
- * the body copied once into a buffer of its declared length, and the answer written in one
+ * the body read where uWebSockets delivered it when it came in one piece (else copied once
+ * into a buffer of its declared length), and the answer written in one
  * cork.
  *
  * Only calls this path serves exactly as hyper-express would are taken: a body of a declared
@@ -48,7 +49,11 @@ export interface CallResponse {
   close(): unknown;
 }
 
-/** What a body reader hands on: the body, a refusal, or undefined when none was sent. */
+/**
+ * What a body reader hands on: the body, a refusal, or undefined when none was sent. The
+ * bytes are valid only during the call (on the direct path they may be uWebSockets' own
+ * memory): a reader copies what it keeps.
+ */
 export type BodyDone<Refusal> = (body: Uint8Array | Refusal | undefined) => void;
 
 /**
@@ -165,7 +170,8 @@ function writeCorked(): void {
   const headers = call.responseHeaders;
   for (let i = 0; i < headers.length; i += 2) {
     const value = headers[i + 1]!;
-    res.writeHeader(headerName(headers[i]!), value === JSON_TYPE ? JSON_TYPE_BYTES : value);
+    res.writeHeader(headerName(headers[i] as string), value === JSON_TYPE ? JSON_TYPE_BYTES
+      : value);
   }
   res.end(call.answerBody ?? '');
 }
@@ -179,12 +185,19 @@ export class UwsCall implements CallRequest, CallResponse {
   completed = false;
   statusCode = 200;
   /** Name, value, name, value: written in the order they were set. */
-  readonly responseHeaders: string[] = [];
+  readonly responseHeaders: Array<string | ArrayBuffer> = [];
   /** The answer, kept while the body still arrives (written once it has). */
   answerBody: string | Uint8Array | null = null;
 
-  /** The body's buffer while it arrives; null when the call has none. */
-  private body: Uint8Array | null;
+  /**
+   * The body's buffer while it arrives in more than one chunk (made at the first); null
+   * before, and when the call has none.
+   */
+  private body: Uint8Array | null = null;
+  /** The body's declared length. */
+  private readonly declared: number;
+  /** False once the body's bytes are of no use (the answer went out before them). */
+  private keepBody = true;
   private received = 0;
   private bodyWhole: boolean;
   private bodyDone: BodyDone<never> | null = null;
@@ -197,14 +210,9 @@ export class UwsCall implements CallRequest, CallResponse {
     this.path = req.getUrl();
     this.path_query = req.getQuery() as string | undefined;
     this.headers = headers;
-    if (declared === 0) {
-      this.body = null;
-      this.bodyWhole = true;
-    } else {
-      this.body = bodySlabs.take(declared);
-      this.bodyWhole = false;
-      res.onData((chunk, isLast) => this.onChunk(chunk, isLast));
-    }
+    this.declared = declared;
+    this.bodyWhole = declared === 0;
+    if (declared !== 0) res.onData((chunk, isLast) => this.onChunk(chunk, isLast));
   }
 
   /**
@@ -243,6 +251,7 @@ export class UwsCall implements CallRequest, CallResponse {
     this.res.onAborted(() => {
       this.completed = true;
       this.body = null;
+      this.keepBody = false;
     });
   }
 
@@ -269,6 +278,16 @@ export class UwsCall implements CallRequest, CallResponse {
     return this;
   }
 
+  /**
+   * A header whose value is bytes the caller rewrites after this call's answer is written
+   * (request-ids.ts): kept as they are when the answer is written before the next call's,
+   * copied when it waits for the rest of the body.
+   */
+  headerNow(name: string, value: ArrayBuffer): this {
+    this.responseHeaders.push(name, this.bodyWhole ? value : value.slice(0));
+    return this;
+  }
+
   send(body: string | Uint8Array): this {
     if (this.completed) return this;
     if (!this.bodyWhole) {
@@ -278,6 +297,7 @@ export class UwsCall implements CallRequest, CallResponse {
       this.answerBody = typeof body === 'string' ? body : Buffer.from(body);
       this.answerWaits = true;
       this.body = null;
+      this.keepBody = false;
       this.bodyDone = null;
       return this;
     }
@@ -303,18 +323,29 @@ export class UwsCall implements CallRequest, CallResponse {
 
   private onChunk(chunk: ArrayBuffer, isLast: boolean): void {
     if (this.completed) return;
-    const body = this.body;
-    if (body !== null) {
-      if (this.received + chunk.byteLength > body.length) {
-        // uWebSockets ends a body at its content-length; more would be a bug beneath us, and
-        // a connection whose framing is in doubt is closed rather than read further.
-        this.close();
-        return;
-      }
+    if (this.received + chunk.byteLength > this.declared) {
+      // uWebSockets ends a body at its content-length; more would be a bug beneath us, and
+      // a connection whose framing is in doubt is closed rather than read further.
+      this.close();
+      return;
+    }
+    const done = this.bodyDone;
+    if (isLast && this.received === 0 && done !== null) {
+      // The whole body in one chunk, its reader waiting: the reader takes what it needs of
+      // the bytes before it returns (server.ts parses them into the machine's memory), so
+      // it reads uWebSockets' own memory, valid for this call, and nothing is copied.
+      this.received = chunk.byteLength;
+      this.bodyWhole = true;
+      this.bodyDone = null;
+      done(new Uint8Array(chunk));
+      return;
+    }
+    if (this.keepBody) {
+      const body = this.body ?? (this.body = bodySlabs.take(this.declared));
       // The chunk is uWebSockets' own memory, valid only during this call: copied now.
       body.set(new Uint8Array(chunk), this.received);
-      this.received += chunk.byteLength;
     }
+    this.received += chunk.byteLength;
     if (!isLast) return;
     this.bodyWhole = true;
     if (this.answerWaits) {
@@ -324,11 +355,11 @@ export class UwsCall implements CallRequest, CallResponse {
       this.send(answer);
       return;
     }
-    const done = this.bodyDone;
+    const body = this.body;
     if (done !== null) {
       this.bodyDone = null;
-      done(body === null || this.received === body.length ? body ?? undefined
-        : body.subarray(0, this.received));
+      done(body === null ? new Uint8Array(0)
+        : this.received === body.length ? body : body.subarray(0, this.received));
     }
   }
 }

@@ -259,6 +259,14 @@ describe('a direct call on its connection', () => {
       + `content-length: ${body.length}\r\n\r\n`);
     await new Promise((resolve) => setTimeout(resolve, 50));
     socket.write(body.slice(0, 5));
+    // Another call answered meanwhile: its request id is written from the bytes the waiting
+    // answer's id was first written into (request-ids.ts), which the waiting answer copied.
+    const other = await connected(handle.port);
+    const otherAnswer = readResponses(other, 1);
+    other.write('POST /api/v1/kv HTTP/1.1\r\nhost: x\r\n'
+      + `content-length: ${body.length}\r\n\r\n${body}`);
+    const [between] = await otherAnswer;
+    other.destroy();
     await new Promise((resolve) => setTimeout(resolve, 20));
     bodySent = true;
     socket.write(body.slice(5));
@@ -272,9 +280,39 @@ describe('a direct call on its connection', () => {
     expect(first).toMatch(/^HTTP\/1\.1 401 /);
     expect(first).toContain('"reason":"unauthorized"');
     expect(second).toMatch(/^HTTP\/1\.1 200 /);
-    expect(second).toContain('"version":1');
-    // Only the second call reached the service: the first one's body was read and dropped.
-    expect(service.calls).toHaveLength(1);
+    expect(second).toContain('"version":2');
+    // Made ids, one per call in the order the calls came, each answer with its own.
+    const idOf = (answer: string) => /x-request-id: ([0-9a-f]{8}-)([0-9a-z]+)\r\n/i.exec(answer);
+    const ids = [first!, between!, second!].map(idOf);
+    expect(ids.every((id) => id !== null && id[1] === ids[0]![1])).toBe(true);
+    expect(ids.map((id) => parseInt(id![2]!, 36) - parseInt(ids[0]![2]!, 36))).toEqual([0, 1, 2]);
+    // Only the calls with their whole body reached the service: the first one's was dropped.
+    expect(service.calls).toHaveLength(2);
+  });
+
+  it('reads a body that arrives in pieces, and one that arrives whole, alike', async () => {
+    const { handle, service } = await start(true);
+    const socket = await connected(handle.port);
+    const answers = readResponses(socket, 2);
+    const body = (key: string) => JSON.stringify([{ op: 'put', ns: 'orders', key,
+      value: { text: 'p'.repeat(200) }, forever: true }]);
+    const head = (bytes: number) => 'POST /api/v1/kv HTTP/1.1\r\nhost: x\r\n'
+      + `content-length: ${bytes}\r\n\r\n`;
+    const pieces = body('pieces');
+    socket.write(head(pieces.length) + pieces.slice(0, 7));
+    for (const [from, to] of [[7, 100], [100, pieces.length]] as const) {
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      socket.write(pieces.slice(from, to));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 15));
+    socket.write(head(body('whole').length) + body('whole'));
+    const [a, b] = await answers;
+    socket.destroy();
+    expect(a).toMatch(/^HTTP\/1\.1 200 /);
+    expect(b).toMatch(/^HTTP\/1\.1 200 /);
+    expect(JSON.stringify(service.calls)).toContain('"key":"pieces"');
+    expect(JSON.stringify(service.calls)).toContain('"key":"whole"');
+    expect(JSON.stringify(service.calls).match(/p{200}/g)).toHaveLength(2);
   });
 
   it('costs nothing when the client leaves mid-body, and the server serves on', async () => {
