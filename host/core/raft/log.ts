@@ -8,7 +8,8 @@
  * driver's writes are in flight: it may take the next Ready before the last one's fsync.
  *
  * Invariants, asserted on every change:
- * - `entries[i].index === snapshot.index + 1 + i` (no holes) and terms never decrease;
+ * - entry i has index `snapshot.index + 1 + i` (no holes: an append must follow the last
+ *   entry) and terms never decrease;
  * - `timeMs` never decreases along the log, starting from the snapshot's stamp;
  * - `appliedIndex <= applyingIndex <= commitIndex <= lastIndex()`, and `commitIndex` never
  *   decreases; an entry at or below `commitIndex` is never overwritten;
@@ -19,6 +20,7 @@
  *   overwritten one stops being in effect with it).
  */
 import { configurationOf, decodeConfigEntry, sameConfiguration } from './configuration.js';
+import { EntryColumns } from './entry-columns.js';
 import type { Configuration, Entry, Snapshot, SnapshotMeta } from './types.js';
 
 /** A configuration and the index of the entry (or snapshot) that set it. */
@@ -50,8 +52,8 @@ export function raftFail(what: string): never {
 export class RaftLog {
   /** The last snapshot: it covers every index up to `snapshot.index`. */
   snapshot: SnapshotMeta;
-  /** `entries[i]` has log index `snapshot.index + 1 + i`. */
-  private entries: Entry[];
+  /** Entry i has log index `snapshot.index + 1 + i` (entry-columns.ts: no object each). */
+  private entries = new EntryColumns();
   /** Highest index known committed (§5.3). Never decreases. */
   commitIndex: number;
   /** Highest index the driver confirmed applied (through `advance`). */
@@ -74,7 +76,6 @@ export class RaftLog {
   constructor(snapshot: SnapshotMeta, entries: readonly Entry[], commitIndex: number) {
     this.snapshot = snapshot;
     this.snapshotConfig = configurationOf(snapshot);
-    this.entries = [];
     this.commitIndex = snapshot.index;
     this.appliedIndex = snapshot.index;
     this.applyingIndex = snapshot.index;
@@ -96,24 +97,33 @@ export class RaftLog {
   }
 
   lastTerm(): number {
-    const last = this.entries.at(-1);
-    return last === undefined ? this.snapshot.term : last.term;
+    const n = this.entries.length;
+    return n === 0 ? this.snapshot.term : this.entries.term(n - 1);
   }
 
   lastTimeMs(): number {
-    const last = this.entries.at(-1);
-    return last === undefined ? this.snapshot.timeMs : last.timeMs;
+    const n = this.entries.length;
+    return n === 0 ? this.snapshot.timeMs : this.entries.timeMs(n - 1);
   }
 
   /** The term at `index`, or null when it is compacted away or beyond the log. */
   term(index: number): number | null {
     if (index === this.snapshot.index) return this.snapshot.term;
-    const entry = this.entry(index);
-    return entry === undefined ? null : entry.term;
+    const i = index - this.snapshot.index - 1;
+    return i >= 0 && i < this.entries.length ? this.entries.term(i) : null;
   }
 
+  /** The entry at `index` (a new object each call), or undefined outside the log. */
   entry(index: number): Entry | undefined {
-    return this.entries[index - this.snapshot.index - 1];
+    const i = index - this.snapshot.index - 1;
+    return i >= 0 && i < this.entries.length ? this.entries.get(i, index) : undefined;
+  }
+
+  /** The bytes of the entry at `index` as `entryBytes` counts them, or 0 outside the log. */
+  entryBytesAt(index: number): number {
+    const i = index - this.snapshot.index - 1;
+    return i >= 0 && i < this.entries.length
+      ? this.entries.dataBytes(i) + ENTRY_OVERHEAD_BYTES : 0;
   }
 
   matchTerm(index: number, term: number): boolean {
@@ -135,8 +145,7 @@ export class RaftLog {
   findConflictByTerm(index: number, term: number): number {
     let at = Math.min(index, this.lastIndex());
     for (; at > this.snapshot.index; at--) {
-      const entry = this.entry(at);
-      if (entry !== undefined && entry.term <= term) return at;
+      if (this.term(at)! <= term) return at;
     }
     return this.snapshot.index;
   }
@@ -180,7 +189,7 @@ export class RaftLog {
     // Most appends go on from the last entry: a store to an array's length is a call into
     // the runtime even when it changes nothing.
     const kept = afterIndex - this.snapshot.index;
-    if (this.entries.length !== kept) this.entries.length = kept;
+    if (this.entries.length !== kept) this.entries.truncate(kept);
     while ((this.configEntries.at(-1)?.index ?? 0) > afterIndex) {
       this.configEntries.pop();
       this.configChanges++;
@@ -243,10 +252,10 @@ export class RaftLog {
     const out: Entry[] = [];
     let bytes = 0;
     for (let index = lo; index <= Math.min(hi, this.lastIndex()); index++) {
-      const entry = this.entry(index)!;
-      bytes += entryBytes(entry);
+      const i = index - this.snapshot.index - 1;
+      bytes += this.entries.dataBytes(i) + ENTRY_OVERHEAD_BYTES;
       if (out.length > 0 && bytes > maxBytes) break;
-      out.push(entry);
+      out.push(this.entries.get(i, index));
     }
     return out;
   }
@@ -258,7 +267,10 @@ export class RaftLog {
 
   /** The entries not handed out for persistence yet; from now on they count as handed out. */
   takeUnpersisted(): Entry[] {
-    const entries = this.entries.slice(this.persistingIndex - this.snapshot.index);
+    const entries: Entry[] = [];
+    for (let index = this.persistingIndex + 1; index <= this.lastIndex(); index++) {
+      entries.push(this.entries.get(index - this.snapshot.index - 1, index));
+    }
     this.persistingIndex = this.lastIndex();
     return entries;
   }
@@ -306,7 +318,7 @@ export class RaftLog {
     raftAssert(this.term(meta.index) === meta.term, `compact meta term differs at ${meta.index}`);
     raftAssert(sameConfiguration(meta, this.configurationAt(meta.index).config),
       `compact meta at ${meta.index} carries another configuration than the log`);
-    this.entries = this.entries.slice(meta.index - this.snapshot.index);
+    this.entries.dropFirst(meta.index - this.snapshot.index);
     this.configEntries = this.configEntries.filter((c) => c.index > meta.index);
     this.snapshot = meta;
     this.snapshotConfig = configurationOf(meta);
@@ -316,7 +328,7 @@ export class RaftLog {
   restore(snapshot: Snapshot): void {
     const meta = snapshot.meta;
     raftAssert(meta.index > this.commitIndex, `restore at ${meta.index} <= commit`);
-    this.entries = [];
+    this.entries.truncate(0);
     this.configEntries = [];
     this.configChanges++;
     this.snapshot = meta;

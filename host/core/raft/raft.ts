@@ -1132,9 +1132,9 @@ class Raft implements RaftCore {
     const previous = this.log.commitIndex;
     this.log.commitTo(quorumIndex);
     for (let index = previous + 1; index <= quorumIndex; index++) {
-      const entry = this.log.entry(index);
-      if (entry !== undefined && entry.term === this.term) {
-        this.uncommittedBytes = Math.max(0, this.uncommittedBytes - entryBytes(entry));
+      if (this.log.term(index) === this.term) {
+        this.uncommittedBytes = Math.max(0,
+          this.uncommittedBytes - this.log.entryBytesAt(index));
       }
     }
     this.reads.releaseAwaitingCommit();
