@@ -5,9 +5,9 @@
  * entry was an `Entry` and a `Uint8Array` (a follower's also an `ArrayBuffer` of its own),
  * about 200 bytes of JavaScript heap that outlived two young-generation collections and was
  * copied by both, then promoted, then marked by every full collection until a snapshot
- * compacted it away. Under puts at 64 connections that was about 0.9 MB per scavenge, most
- * of the scavenger's work (docs/performance.md, "Log entries the collector no longer
- * copies"). Here an entry is a row of typed arrays (term, time, type, where its bytes are);
+ * compacted it away. Under puts at 64 connections that was about 0.97 MB per scavenge,
+ * three quarters of what each promoted (docs/performance.md, "Log entries the collector no
+ * longer copies"). Here an entry is a row of typed arrays (term, time, type, where its bytes are);
  * its bytes stay in a buffer shared by many entries (the slab its proposal was cut from, or
  * one of this store's own slabs, into which small entries of their own buffer are copied).
  * An `Entry` is made when a caller asks for one and is dropped young.
