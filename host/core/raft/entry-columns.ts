@@ -77,6 +77,7 @@ export class EntryColumns {
     }
     this.buffers.fill(null, this.start + keep, this.start + this.count);
     this.count = keep;
+    if (keep === 0) this.start = 0;
   }
 
   /** Forgets the first `n` entries. */
