@@ -9,7 +9,7 @@ import type { Entry, EntryType } from '../../host/core/raft/types.js';
 
 type Op =
   | { kind: 'push'; term: number; timeMs: number; type: EntryType; bytes: number;
-      shared: boolean; fill: number }
+      shared: boolean; copy: boolean; fill: number }
   | { kind: 'truncate'; keepPercent: number }
   | { kind: 'drop'; dropPercent: number };
 
@@ -22,6 +22,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     bytes: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 300 }),
       fc.integer({ min: 8 * 1024 - 2, max: 9 * 1024 })),
     shared: fc.boolean(),
+    copy: fc.boolean(),
     fill: fc.integer({ min: 0, max: 255 }),
   }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('truncate' as const),
@@ -58,7 +59,7 @@ describe('the Raft log\'s entry columns', () => {
         if (o.kind === 'push') {
           const data = bytesOf(o.bytes, o.shared, o.fill);
           const entry = { term: o.term, index: 0, timeMs: o.timeMs, type: o.type, data };
-          columns.push(entry);
+          columns.push(entry, o.copy);
           model.push({ entry, copy: data.slice() });
         } else if (o.kind === 'truncate') {
           const keep = Math.floor(model.length * o.keepPercent / 100);
@@ -116,6 +117,23 @@ describe('the Raft log\'s entry columns', () => {
     expect([...columns.get(0, 1).data]).toEqual([1, 2, 3]);
     expect(columns.get(1, 2).data.buffer).toBe(slab.buffer);
     expect(columns.get(1, 2).data.byteOffset).toBe(100);
+  });
+
+  it('copies what it is told not to keep, however large its buffer', () => {
+    const columns = new EntryColumns();
+    const frame = new Uint8Array(64 * 1024);
+    const small = frame.subarray(10, 13);
+    small.set([7, 8, 9]);
+    const large = frame.subarray(100, 100 + 9000);
+    large.fill(5);
+    columns.push({ term: 1, index: 1, timeMs: 0, type: 'normal', data: small }, true);
+    columns.push({ term: 1, index: 2, timeMs: 0, type: 'normal', data: large }, true);
+    frame.fill(0);
+    expect([...columns.get(0, 1).data]).toEqual([7, 8, 9]);
+    expect(columns.get(1, 2).data.every((b) => b === 5)).toBe(true);
+    expect(columns.get(0, 1).data.buffer).not.toBe(frame.buffer);
+    expect(columns.get(1, 2).data.buffer).not.toBe(frame.buffer);
+    expect(columns.get(1, 2).data.length).toBe(9000);
   });
 
   it('refuses to read, cut or drop outside what it holds', () => {

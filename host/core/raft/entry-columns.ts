@@ -8,9 +8,10 @@
  * compacted it away. Under puts at 64 connections that was about 0.97 MB per scavenge,
  * three quarters of what each promoted (docs/performance.md, "Log entries the collector no
  * longer copies"). Here an entry is a row of typed arrays (term, time, type, where its bytes are);
- * its bytes stay in a buffer shared by many entries (the slab its proposal was cut from, or
- * one of this store's own slabs, into which small entries of their own buffer are copied).
- * An `Entry` is made when a caller asks for one and is dropped young.
+ * its bytes stay in a buffer shared by many entries: the slab its proposal was cut from, or
+ * one of this store's own slabs, into which a small entry is copied when it came in a buffer
+ * of its own or as a view into a peer's frame (a follower's, message-codec.ts), which the log
+ * must not keep alive. An `Entry` is made when a caller asks for one and is dropped young.
  *
  * Pure: no I/O.
  */
@@ -45,8 +46,12 @@ export class EntryColumns {
     return this.count;
   }
 
-  /** Appends `entry`'s fields; its bytes are kept where they are or copied (see above). */
-  push(entry: Entry): void {
+  /**
+   * Appends `entry`'s fields; its bytes are kept where they are or copied (see above), and
+   * always copied when `copy` says their buffer must not be kept (a view into a peer's frame,
+   * which holds other bytes besides).
+   */
+  push(entry: Entry, copy = false): void {
     if (this.start + this.count === this.terms.length) this.makeRoom();
     const row = this.start + this.count;
     this.terms[row] = entry.term;
@@ -57,9 +62,13 @@ export class EntryColumns {
     if (bytes === 0) {
       this.buffers[row] = null;
       this.offsets[row] = 0;
-    } else if (data.buffer.byteLength >= SHARED_BUFFER_BYTES_MIN || bytes >= OWN_BYTES_MIN) {
+    } else if (!copy && (data.buffer.byteLength >= SHARED_BUFFER_BYTES_MIN ||
+      bytes >= OWN_BYTES_MIN)) {
       this.buffers[row] = data.buffer;
       this.offsets[row] = data.byteOffset;
+    } else if (bytes >= OWN_BYTES_MIN) {
+      this.buffers[row] = data.slice().buffer;
+      this.offsets[row] = 0;
     } else {
       const at = this.room(bytes);
       new Uint8Array(this.slab!, at, bytes).set(data);

@@ -171,13 +171,18 @@ export class RaftLog {
         raftFail(`append would overwrite committed index ${first.index} (commit ${
           this.commitIndex})`);
       }
-      this.appendAfter(first.index - 1, entries.slice(skip));
+      // A leader's entries arrive as views into its message's frame: copied as they append.
+      this.appendAfter(first.index - 1, entries.slice(skip), true);
     }
     return lastNew;
   }
 
-  /** Replaces everything after `afterIndex` with `entries` (which start at afterIndex + 1). */
-  appendAfter(afterIndex: number, entries: readonly Entry[]): void {
+  /**
+   * Replaces everything after `afterIndex` with `entries` (which start at afterIndex + 1).
+   * `copyBytes`: the entries' bytes are views into a buffer the log must not keep (a peer's
+   * frame); else bytes in a buffer shared by many entries are kept where they are.
+   */
+  appendAfter(afterIndex: number, entries: readonly Entry[], copyBytes = false): void {
     if (afterIndex < this.snapshot.index || afterIndex > this.lastIndex()) {
       raftFail(`append after ${afterIndex} outside [${this.snapshot.index}, ${
         this.lastIndex()}]`);
@@ -204,7 +209,7 @@ export class RaftLog {
         raftAssert(entry.term >= prevTerm, `term decreases at index ${entry.index}`);
         raftAssert(entry.timeMs >= prevTimeMs, `timeMs decreases at index ${entry.index}`);
       }
-      this.entries.push(entry);
+      this.entries.push(entry, copyBytes);
       prevTerm = entry.term;
       prevTimeMs = entry.timeMs;
       if (entry.type === 'config') this.noteConfigEntry(entry);

@@ -165,6 +165,21 @@ class Reader {
     return out;
   }
 
+  /**
+   * Like `bytes`, but a view into the frame: for a log entry, whose bytes the follower's log
+   * copies into its own slabs as it appends (entry-columns.ts), so a copy here would be made
+   * only to be dropped.
+   */
+  bytesView(): Uint8Array {
+    this.need(4);
+    const length = this.view.getUint32(this.at, true);
+    this.at += 4;
+    this.need(length);
+    const out = this.data.subarray(this.at, this.at + length);
+    this.at += length;
+    return out;
+  }
+
   str(): string {
     this.need(2);
     const length = this.view.getUint16(this.at, true);
@@ -213,7 +228,7 @@ function readEntries(r: Reader): Entry[] {
     const timeMs = r.index();
     const type = ENTRY_TYPES[r.u8()];
     if (type === undefined) throw new Malformed('bad entry type');
-    entries.push({ term, index, timeMs, type, data: r.bytes() });
+    entries.push({ term, index, timeMs, type, data: r.bytesView() });
   }
   return entries;
 }
