@@ -156,13 +156,8 @@ class Reader {
   }
 
   bytes(): Uint8Array {
-    this.need(4);
-    const length = this.view.getUint32(this.at, true);
-    this.at += 4;
-    this.need(length);
-    const out = this.data.slice(this.at, this.at + length);
-    this.at += length;
-    return out;
+    const start = this.span();
+    return this.data.slice(start, this.at);
   }
 
   /**
@@ -171,13 +166,19 @@ class Reader {
    * only to be dropped.
    */
   bytesView(): Uint8Array {
+    const start = this.span();
+    return this.data.subarray(start, this.at);
+  }
+
+  /** Reads a u32 length and steps over that many bytes; returns where they start. */
+  private span(): number {
     this.need(4);
     const length = this.view.getUint32(this.at, true);
     this.at += 4;
     this.need(length);
-    const out = this.data.subarray(this.at, this.at + length);
+    const start = this.at;
     this.at += length;
-    return out;
+    return start;
   }
 
   str(): string {
