@@ -196,8 +196,6 @@ export class UwsCall implements CallRequest, CallResponse {
   private body: Uint8Array | null = null;
   /** The body's declared length. */
   private readonly declared: number;
-  /** False once the body's bytes are of no use (the answer went out before them). */
-  private keepBody = true;
   private received = 0;
   private bodyWhole: boolean;
   private bodyDone: BodyDone<never> | null = null;
@@ -251,7 +249,6 @@ export class UwsCall implements CallRequest, CallResponse {
     this.res.onAborted(() => {
       this.completed = true;
       this.body = null;
-      this.keepBody = false;
     });
   }
 
@@ -297,7 +294,6 @@ export class UwsCall implements CallRequest, CallResponse {
       this.answerBody = typeof body === 'string' ? body : Buffer.from(body);
       this.answerWaits = true;
       this.body = null;
-      this.keepBody = false;
       this.bodyDone = null;
       return this;
     }
@@ -340,7 +336,8 @@ export class UwsCall implements CallRequest, CallResponse {
       done(new Uint8Array(chunk));
       return;
     }
-    if (this.keepBody) {
+    // An answer that went out before the body has no use for its bytes.
+    if (!this.answerWaits) {
       const body = this.body ?? (this.body = bodySlabs.take(this.declared));
       // The chunk is uWebSockets' own memory, valid only during this call: copied now.
       body.set(new Uint8Array(chunk), this.received);

@@ -109,21 +109,26 @@ export class RaftLog {
   /** The term at `index`, or null when it is compacted away or beyond the log. */
   term(index: number): number | null {
     if (index === this.snapshot.index) return this.snapshot.term;
-    const i = index - this.snapshot.index - 1;
-    return i >= 0 && i < this.entries.length ? this.entries.term(i) : null;
+    const i = this.positionOf(index);
+    return i < 0 ? null : this.entries.term(i);
   }
 
   /** The entry at `index` (a new object each call), or undefined outside the log. */
   entry(index: number): Entry | undefined {
-    const i = index - this.snapshot.index - 1;
-    return i >= 0 && i < this.entries.length ? this.entries.get(i, index) : undefined;
+    const i = this.positionOf(index);
+    return i < 0 ? undefined : this.entries.get(i, index);
   }
 
   /** The bytes of the entry at `index` as `entryBytes` counts them, or 0 outside the log. */
   entryBytesAt(index: number): number {
+    const i = this.positionOf(index);
+    return i < 0 ? 0 : this.entries.dataBytes(i) + ENTRY_OVERHEAD_BYTES;
+  }
+
+  /** Where the entry at `index` is among `entries`, or -1 when the log does not hold it. */
+  private positionOf(index: number): number {
     const i = index - this.snapshot.index - 1;
-    return i >= 0 && i < this.entries.length
-      ? this.entries.dataBytes(i) + ENTRY_OVERHEAD_BYTES : 0;
+    return i >= 0 && i < this.entries.length ? i : -1;
   }
 
   matchTerm(index: number, term: number): boolean {
