@@ -28,6 +28,7 @@ import type {
 } from './guards.js';
 import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
+import { IdlePoll } from './idle-poll.js';
 import { streamBody } from './stream-body.js';
 import { RequestIds } from './request-ids.js';
 import {
@@ -68,6 +69,8 @@ export interface HttpServerHandle {
   drain(timeoutMs: number): Promise<void>;
   /** Closes the listening socket and every open connection. */
   close(): Promise<void>;
+  /** Seconds the loop spent polling for a next call once idle (`HIVEKV_IDLE_POLL_US`). */
+  idlePollSeconds(): number;
 }
 
 /** A client's `x-request-id` is echoed only if it is this short and plain (log safety). */
@@ -210,6 +213,7 @@ export async function startHttpServer(deps: HttpDeps, host: string,
       // Also ends open keep-alive connections, which closing the listen socket leaves open.
       (server.uws_instance as unknown as { close(): void }).close();
     },
+    idlePollSeconds: () => app.idlePoll.polledMs / 1000,
   };
 }
 
@@ -220,8 +224,13 @@ class HttpApp {
   private inFlight = 0;
   private drainWaiters: Array<() => void> = [];
   readonly requestIds = new RequestIds(randomBytes(4).toString('hex') + '-');
+  /** Keeps the loop turning for a moment once no call is in flight (idle-poll.ts). */
+  readonly idlePoll: IdlePoll;
 
-  constructor(private readonly deps: HttpDeps) {}
+  constructor(private readonly deps: HttpDeps) {
+    this.idlePoll = new IdlePoll(deps.config.idlePollUs / 1000, () => performance.now(),
+      setImmediate);
+  }
 
   /**
    * A KV call runs without a Promise of its own: its route, guards and body reading are
@@ -230,6 +239,7 @@ class HttpApp {
    * asynchronous and answer through a Promise.
    */
   serve(req: CallRequest, res: CallResponse): void {
+    this.idlePoll.arrived();
     const startedMs = performance.now();
     const method = req.method;
     const sent = req.headers['x-request-id'];
@@ -275,6 +285,7 @@ class HttpApp {
         // The logger itself failed; there is nowhere left to report to.
       }
     }
+    if (this.inFlight === 0) this.idlePoll.idle();
   }
 
   private internalError(exchange: Exchange, error: unknown): KvError {

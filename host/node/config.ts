@@ -100,6 +100,11 @@ export interface NodeConfig {
   readonly idempotencyTtlSeconds: number;
   /** HIVEKV_TICK_MS: one Raft tick. */
   readonly tickMs: number;
+  /**
+   * HIVEKV_IDLE_POLL_US: how long the event loop keeps polling for the next call once none
+   * is in flight, before it sleeps (host/http/idle-poll.ts). 0 to 10,000; default 200.
+   */
+  readonly idlePollUs: number;
   /** HIVEKV_LOG_LEVEL: pino level. */
   readonly logLevel: string;
   /**
@@ -135,6 +140,8 @@ export class ConfigError extends Error {
 }
 
 const MAX_KEYS_PER_CALL_CEILING = 4096;
+/** HIVEKV_IDLE_POLL_US's default: a client's next call at one connection comes well within it. */
+const IDLE_POLL_US_DEFAULT = 200;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -389,6 +396,7 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
     idempotencyTtlSeconds: intSetting(env, 'HIVEKV_IDEMPOTENCY_TTL_SECONDS', 86_400, 1,
       IDEMPOTENCY_TTL_SECONDS_MAX),
     tickMs: intSetting(env, 'HIVEKV_TICK_MS', 50, 1, 10_000),
+    idlePollUs: intSetting(env, 'HIVEKV_IDLE_POLL_US', IDLE_POLL_US_DEFAULT, 0, 10_000),
     logLevel: env['HIVEKV_LOG_LEVEL'] ?? 'info',
     advertiseUrl: advertiseUrlSetting(env),
   };

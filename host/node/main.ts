@@ -189,6 +189,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
   metrics.readMemoryFrom(() => ({ ...machine.memoryUse(), stateBytesMax: replica.maxStateBytes,
     machineMemoryBytes: machine.memoryBytes(), ...idempotencyGauges(machine) }));
+  metrics.readIdlePollFrom(() => http.idlePollSeconds());
   refresh.unref();
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
     peers: config.peers.length, join: config.join, url, console: `${url}/console`, clusterId:

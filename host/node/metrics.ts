@@ -277,6 +277,22 @@ export class NodeMetrics implements RequestMetrics {
     this.memorySource = source;
   }
 
+  /**
+   * `hivekv_idle_poll_seconds_total`, read from `source` at each scrape: the CPU time the
+   * loop spent polling for a next call instead of sleeping (HIVEKV_IDLE_POLL_US).
+   */
+  readIdlePollFrom(source: () => number): void {
+    let counted = 0;
+    new Counter({ name: 'hivekv_idle_poll_seconds_total', help: 'Seconds the event loop ' +
+      'spent polling for a next call once none was in flight, instead of sleeping ' +
+      '(HIVEKV_IDLE_POLL_US); a busy core meanwhile.', registers: [this.registry],
+    collect() {
+      const total = source();
+      if (total > counted) this.inc(total - counted);
+      counted = Math.max(counted, total);
+    } });
+  }
+
   /** Replaces every tenant usage series with `list` (the largest TENANT_USAGE_SERIES_MAX). */
   setTenantUsage(list: readonly TenantUsageSample[]): void {
     const kept =

@@ -156,6 +156,16 @@ describe('configuration', () => {
       }
     });
 
+  it('polls an idle loop for HIVEKV_IDLE_POLL_US, 200 by default, 0 for never', () => {
+    expect(loadConfig(flags(), {}).idlePollUs).toBe(200);
+    expect(loadConfig(flags(), { HIVEKV_IDLE_POLL_US: '0' }).idlePollUs).toBe(0);
+    expect(loadConfig(flags(), { HIVEKV_IDLE_POLL_US: '10000' }).idlePollUs).toBe(10_000);
+    for (const bad of ['-1', '10001', '2.5', 'spin']) {
+      expect(() => loadConfig(flags(), { HIVEKV_IDLE_POLL_US: bad }))
+        .toThrow(/HIVEKV_IDLE_POLL_US=.*: expected an integer from 0 to 10000/);
+    }
+  });
+
   it('lets QUEEN_KV_REQUIRE_GRANT default to the tenancy flag', () => {
     const env = { QUEEN_TENANCY_HEADER: 'true', QUEEN_KV_TRUSTED_PROXY: 'true' };
     expect(loadConfig(flags(), env).requireGrant).toBe(true);
