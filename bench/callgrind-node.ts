@@ -15,7 +15,8 @@ const CALL_TIMEOUT_MS = 60_000;
 /**
  * `hivekv serve` of the checkout at `root` on `port`, its data in `dir`/data and its
  * callgrind files `dir`/cg.<pid>[.<dump>]; the rates that would refuse a benchmark's calls
- * are off.
+ * are off, and so is the idle poll: its turns follow the wall clock, which callgrind
+ * stretches, so they would count as much as the calls they wait between.
  */
 export function serveUnderCallgrind(root: string, port: number, dir: string,
   env: Record<string, string> = {}): ChildProcess {
@@ -23,7 +24,8 @@ export function serveUnderCallgrind(root: string, port: number, dir: string,
     `--callgrind-out-file=${join(dir, 'cg.%p')}`, '--smc-check=all-non-file',
     process.execPath, '--no-liftoff', join(root, 'bin', 'hivekv.js'), 'serve',
     '--port', String(port), '--data', join(dir, 'data')], {
-    env: { ...process.env, QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0', ...env },
+    env: { ...process.env, QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0',
+      HIVEKV_IDLE_POLL_US: '0', ...env },
     stdio: ['ignore', 'ignore', 'ignore'] });
 }
 

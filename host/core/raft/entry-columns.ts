@@ -58,13 +58,16 @@ export class EntryColumns {
     this.times[row] = entry.timeMs;
     this.types[row] = TYPE_CODES[entry.type];
     const data = entry.data;
-    const bytes = data.byteLength;
+    // `length`, not `byteLength`: this Node compiles a typed array's `byteLength`, `buffer`
+    // and `byteOffset` as generic loads (docs/performance.md), and a Uint8Array's are equal.
+    const bytes = data.length;
+    const buffer = copy ? null : data.buffer;
     if (bytes === 0) {
       this.buffers[row] = null;
       this.offsets[row] = 0;
-    } else if (!copy && (data.buffer.byteLength >= SHARED_BUFFER_BYTES_MIN ||
-      bytes >= OWN_BYTES_MIN)) {
-      this.buffers[row] = data.buffer;
+    } else if (buffer !== null && (bytes >= OWN_BYTES_MIN ||
+      buffer.byteLength >= SHARED_BUFFER_BYTES_MIN)) {
+      this.buffers[row] = buffer;
       this.offsets[row] = data.byteOffset;
     } else if (bytes >= OWN_BYTES_MIN) {
       this.buffers[row] = data.slice().buffer;
