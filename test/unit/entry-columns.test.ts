@@ -119,9 +119,12 @@ describe('the Raft log\'s entry columns', () => {
     expect(columns.get(1, 2).data.byteOffset).toBe(100);
   });
 
-  it('copies what it is told not to keep, however large its buffer', () => {
+  // A peer's frame is a Buffer, whose `slice` is a view: the copy must not be one.
+  it.each([['a Uint8Array', () => new Uint8Array(64 * 1024)],
+    ['a Buffer', () => Buffer.alloc(64 * 1024)]])(
+    'copies what it is told not to keep, however large its buffer, from %s', (_, make) => {
     const columns = new EntryColumns();
-    const frame = new Uint8Array(64 * 1024);
+    const frame = make();
     const small = frame.subarray(10, 13);
     small.set([7, 8, 9]);
     const large = frame.subarray(100, 100 + 9000);

@@ -70,7 +70,8 @@ export class EntryColumns {
       this.buffers[row] = buffer;
       this.offsets[row] = data.byteOffset;
     } else if (bytes >= OWN_BYTES_MIN) {
-      this.buffers[row] = data.slice().buffer;
+      // A copy by the constructor: `slice` of a Buffer (a peer's frame is one) is a view.
+      this.buffers[row] = new Uint8Array(data).buffer;
       this.offsets[row] = 0;
     } else {
       const at = this.room(bytes);
