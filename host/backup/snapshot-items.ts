@@ -148,7 +148,8 @@ function limit(value: bigint): number | null {
 
 async function readTenant(feed: ChunkFeed): Promise<SnapshotTenant> {
   const length = view(await feed.take(4, 'a tenant')).getUint32(0, true);
-  const name = (await feed.take(length, 'a tenant')).slice();
+  // A copy by the constructor: the feed's bytes may be a Buffer, whose `slice` is a view.
+  const name = new Uint8Array(await feed.take(length, 'a tenant'));
   const hasQuota = (await feed.take(1, 'a tenant'))[0];
   if (hasQuota === 0) return { name, quota: null };
   const q = view(await feed.take(33, 'a quota row'));
