@@ -116,10 +116,11 @@ interface ManyResult {
 /**
  * Reads `keys` from node `id` with one getMany per FINAL_READ_KEYS_PER_CALL keys, recorded
  * as a get of each key. A call that fails is recorded as failed: the checkers then count one
- * reader fewer, and the ledger checker says so.
+ * reader fewer, and the ledger checker says so. False once a call failed: the node did not
+ * serve after recovery, and each further call would wait out a client timeout for nothing.
  */
 async function finalRead(cluster: JepsenCluster, history: History, id: string, f: string,
-  keys: readonly string[]): Promise<void> {
+  keys: readonly string[]): Promise<boolean> {
   for (let at = 0; at < keys.length; at += FINAL_READ_KEYS_PER_CALL) {
     const chunk = keys.slice(at, at + FINAL_READ_KEYS_PER_CALL);
     const operations = [{ op: 'getMany', ns: NAMESPACE, keys: chunk }];
@@ -129,7 +130,7 @@ async function finalRead(cluster: JepsenCluster, history: History, id: string, f
       ? (result.body as { results?: ManyResult[] }).results?.[0] : undefined;
     if (many === undefined || many.truncated) {
       history.complete(op, 'fail', [], result);
-      continue;
+      return false;
     }
     const rows = new Map(many.rows.map((row) => [row.key, row.value]));
     const parts: KeyPart[] = chunk.map((key) => {
@@ -139,6 +140,7 @@ async function finalRead(cluster: JepsenCluster, history: History, id: string, f
     });
     history.complete(op, 'ok', parts, { status: 200 });
   }
+  return true;
 }
 
 async function finalReads(cluster: JepsenCluster, history: History,
@@ -148,12 +150,15 @@ async function finalReads(cluster: JepsenCluster, history: History,
     for (const part of op.parts) if (/^(reg|ctr|claim)-/.test(part.key)) keys.add(part.key);
   }
   for (const id of cluster.ids()) {
-    await finalRead(cluster, history, id, 'final-read', [...keys].sort());
+    if (!await finalRead(cluster, history, id, 'final-read', [...keys].sort())) continue;
+    let served = true;
     for (const g of [...context.banks].sort((a, b) => a - b)) {
-      await finalRead(cluster, history, id, 'final-bank',
+      served = served && await finalRead(cluster, history, id, 'final-bank',
         Array.from({ length: ACCOUNTS }, (_, i) => accountKey(g, i)));
     }
-    await finalRead(cluster, history, id, 'final-ledger', [...context.ledgerKeys].sort());
+    if (served) {
+      await finalRead(cluster, history, id, 'final-ledger', [...context.ledgerKeys].sort());
+    }
   }
 }
 

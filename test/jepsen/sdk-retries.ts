@@ -14,6 +14,12 @@ const NAMESPACE = 'jepsen-sdk';
 const COUNTERS = 4;
 /** Bound on the settling rounds after the heal (each resends every call still unknown). */
 const SETTLE_ROUNDS_MAX = 20;
+/**
+ * Bound on the settling in time. A call that stays unknown through the client's retries
+ * (about 20 s) ends its round: a cluster that does not serve after the heal would otherwise
+ * be asked once per call, hundreds of calls, before the run could report it.
+ */
+const SETTLE_MS_MAX = 120_000;
 
 interface SdkCall {
   readonly counter: string;
@@ -67,10 +73,14 @@ export class SdkRetryClients {
   async check(): Promise<Verdict> {
     const client = this.client();
     const unknownAtHeal = this.calls.filter((call) => call.outcome === 'unknown').length;
-    for (let round = 0; round < SETTLE_ROUNDS_MAX; round++) {
+    const settleUntil = Date.now() + SETTLE_MS_MAX;
+    for (let round = 0; round < SETTLE_ROUNDS_MAX && Date.now() < settleUntil; round++) {
       const unknown = this.calls.filter((call) => call.outcome === 'unknown');
       if (unknown.length === 0) break;
-      for (const call of unknown) await this.send(client, call);
+      for (const call of unknown) {
+        await this.send(client, call);
+        if (call.outcome === 'unknown' || Date.now() >= settleUntil) break;
+      }
     }
     const stillUnknown = this.calls.filter((call) => call.outcome === 'unknown').length;
     const made = new Map<string, number>();

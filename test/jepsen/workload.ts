@@ -11,7 +11,10 @@
  *   `required: true` at the versions just read, and reads of every account in one call (the
  *   total never changes);
  * - a ledger: keys written once each, all read back after healing (no acknowledged write
- *   may be missing).
+ *   may be missing);
+ * - bulk writes: one call of BULK_PUTS puts, a log entry of more than 8 KiB, which a
+ *   follower keeps in a buffer of its own (not in the log's shared slabs). No checker reads
+ *   them back: the replicas' checkpoints and the replay's digest compare them.
  *
  * Every value a client writes is its own (`<client>-<n>`), so a value names its write.
  */
@@ -27,6 +30,9 @@ export const CLAIMS = 3;
 export const ACCOUNTS = 4;
 export const ACCOUNT_OPENING_BALANCE = 100;
 export const TRANSFER_MAX = 7;
+/** Puts in one bulk call, over a fixed set of keys: about 14 KB of log entry. */
+export const BULK_PUTS = 64;
+const BULK_VALUE_BYTES = 160;
 /** A client waits this long for an answer; past it the outcome is unknown. */
 export const CLIENT_TIMEOUT_MS = 4000;
 /** After a refused connection a client waits this long before its next operation. */
@@ -167,7 +173,8 @@ export class Client {
     if (roll < 0.64) return this.read(claimKey(g, this.pick(CLAIMS)), 'read-claim');
     if (roll < 0.80) return this.transfer(g);
     if (roll < 0.88) return this.balances(g);
-    return this.ledger();
+    if (roll < 0.985) return this.ledger();
+    return this.bulk();
   }
 
   /**
@@ -273,6 +280,15 @@ export class Client {
       const out = list[0] as WriteResult | undefined;
       return out === undefined ? null : [{ key, input, output: writeOutput(out) }];
     }, [{ key, input, output: null }]);
+    return this.done(result);
+  }
+
+  /** BULK_PUTS puts in one call, over keys every client shares; checked by the digests. */
+  private async bulk(): Promise<'done' | 'refused'> {
+    const value = this.uniqueValue().padEnd(BULK_VALUE_BYTES, '.');
+    const operations = Array.from({ length: BULK_PUTS }, (_, i) => ({ op: 'put',
+      ns: NAMESPACE, key: `bulk-${i}`, value, forever: true }));
+    const { result } = await this.record('bulk', operations, true, () => [], []);
     return this.done(result);
   }
 
