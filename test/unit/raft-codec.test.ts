@@ -38,6 +38,18 @@ const samples: Message[] = [
 ];
 
 describe('message codec', () => {
+  it('copies a proposal\'s and a snapshot chunk\'s bytes out of a Buffer frame', () => {
+    for (const sample of samples.filter((m) => m.type === 'propose' ||
+      m.type === 'snapshotChunk')) {
+      const frame = Buffer.from(encodeMessage(sample));
+      const decoded = decodeMessage(frame) as { data: Uint8Array } | null;
+      expect(decoded).not.toBeNull();
+      frame.fill(0);
+      expect([...decoded!.data]).toEqual([...(sample as { data: Uint8Array }).data]);
+      expect(decoded!.data.buffer).not.toBe(frame.buffer);
+    }
+  });
+
   it('has one sample per message type', () => {
     expect(samples.map((m) => m.type)).toEqual(MESSAGE_TYPES);
   });

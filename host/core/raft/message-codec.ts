@@ -155,9 +155,13 @@ class Reader {
     return value === 1;
   }
 
+  /**
+   * The next length-prefixed bytes, copied by the constructor: `slice` of a Buffer (a frame
+   * from `ws` is one) would be a view, keeping the whole frame alive.
+   */
   bytes(): Uint8Array {
     const start = this.span();
-    return this.data.slice(start, this.at);
+    return new Uint8Array(this.data.subarray(start, this.at));
   }
 
   /**
