@@ -247,7 +247,9 @@ export class SimNetwork {
       const fate = endpoint === undefined ? ' (node down)' : '';
       this.trace.log(to, `recv <- ${from} ${this.describe(frame)}${fate}`);
     }
-    endpoint?.receive(from, frame);
+    // As `ws` hands it over: a Buffer, whose `slice` is a view (a copy that must not be one
+    // once made followers keep other bytes than their leader's).
+    endpoint?.receive(from, Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
   }
 
   private link(from: string, to: string): Link {

@@ -6,7 +6,8 @@
  * Keys: `r*` registers (put, get, delete), `p*` putIfAbsent races (one winner each), `n*`
  * counters (incr by 1, get), and `ex` an exact counter bumped only together with a fresh
  * `m-*` marker by `putIfAbsent ... required: true` in the same call, retried on an unknown
- * outcome, so `ex` must end equal to the number of markers. Pure: no I/O, no clock.
+ * outcome, so `ex` must end equal to the number of markers. One value in BIG_VALUE_EVERY is
+ * longer than 8 KiB. Pure: no I/O, no clock.
  */
 import {
   DEFAULT_TENANT, type CallOutcome, type KvCall, type KvOp, type OpResult,
@@ -72,6 +73,14 @@ export function exactCall(marker: string): PlannedCall {
   };
 }
 
+/**
+ * Every BIG_VALUE_EVERY-th value is padded past 8 KiB, so its log entry is one a follower
+ * keeps in a buffer of its own rather than in its log's shared slabs. Chosen by the unique
+ * number, not by a draw, so the random stream (and every recorded seed) stays as it was.
+ */
+export const BIG_VALUE_EVERY = 25;
+const BIG_VALUE_PAD = 'x'.repeat(9000);
+
 /** Markers one run creates at most, so the final read of all of them fits one call. */
 export const MARKERS_MAX = 200;
 
@@ -81,7 +90,8 @@ export const MARKERS_MAX = 200;
  */
 export function nextCall(rng: SimRandom, client: string, unique: number,
   allowExact: boolean): PlannedCall {
-  const value = `"${client}-${unique}"`;
+  const value = unique % BIG_VALUE_EVERY === 0 ? `"${client}-${unique}-${BIG_VALUE_PAD}"`
+    : `"${client}-${unique}"`;
   const roll = rng.below(100);
   if (roll < 40) {
     const key = rng.pick(REGISTER_KEYS);
