@@ -122,6 +122,8 @@ export class NodeMetrics implements RequestMetrics {
   private readonly raft: Record<keyof RaftGauges, Gauge>;
   /** Read at every scrape, so the memory figures are never stale. */
   private memorySource: (() => MemoryGauges) | null = null;
+  /** Seconds the loop has polled while idle, read at every scrape. */
+  private idlePollSource: (() => number) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
   private readonly tenantBytes: Gauge<'tenant'>;
   private readonly snapshots: Counter<'event'>;
@@ -149,6 +151,7 @@ export class NodeMetrics implements RequestMetrics {
     this.checkpoints.inc({ verdict: 'unverifiable' }, 0);
     this.raft = raftGauges(registers);
     memoryGauges(registers, () => this.memorySource?.() ?? null);
+    idlePollCounter(registers, () => this.idlePollSource?.() ?? 0);
     this.tenantKeys = new Gauge({
       name: 'hivekv_tenant_live_keys',
       help: 'Live keys per tenant.',
@@ -277,20 +280,9 @@ export class NodeMetrics implements RequestMetrics {
     this.memorySource = source;
   }
 
-  /**
-   * `hivekv_idle_poll_seconds_total`, read from `source` at each scrape: the CPU time the
-   * loop spent polling for a next call instead of sleeping (HIVEKV_IDLE_POLL_US).
-   */
+  /** Where `hivekv_idle_poll_seconds_total` reads its total from at each scrape. */
   readIdlePollFrom(source: () => number): void {
-    let counted = 0;
-    new Counter({ name: 'hivekv_idle_poll_seconds_total', help: 'Seconds the event loop ' +
-      'spent polling for a next call once none was in flight, instead of sleeping ' +
-      '(HIVEKV_IDLE_POLL_US); a busy core meanwhile.', registers: [this.registry],
-    collect() {
-      const total = source();
-      if (total > counted) this.inc(total - counted);
-      counted = Math.max(counted, total);
-    } });
+    this.idlePollSource = source;
   }
 
   /** Replaces every tenant usage series with `list` (the largest TENANT_USAGE_SERIES_MAX). */
@@ -350,6 +342,21 @@ function raftGauges(registers: Registry[]): Record<keyof RaftGauges, Gauge> {
     lastIndex: gauge('last_index', 'Index of the last entry in the local log.'),
     isLeader: gauge('is_leader', '1 when this node is the leader, else 0.'),
   };
+}
+
+/**
+ * `hivekv_idle_poll_seconds_total`: the CPU time the loop spent polling for a next call
+ * instead of sleeping (HIVEKV_IDLE_POLL_US), a total `read` at each scrape.
+ */
+function idlePollCounter(registers: Registry[], read: () => number): void {
+  let counted = 0;
+  new Counter({ name: 'hivekv_idle_poll_seconds_total', help: 'Seconds the event loop spent ' +
+    'polling for a next call once none was in flight, instead of sleeping ' +
+    '(HIVEKV_IDLE_POLL_US); a busy core meanwhile.', registers, collect() {
+    const total = read();
+    if (total > counted) this.inc(total - counted);
+    counted = Math.max(counted, total);
+  } });
 }
 
 function memoryGauges(registers: Registry[], read: () => MemoryGauges | null): void {
