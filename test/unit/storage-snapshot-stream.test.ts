@@ -2,7 +2,7 @@
 // slices in, the same file as a whole write; chunks out, with the checksum checked before
 // the last one; temp files that never outlive an abort or a restart; ranges for followers
 // read from a verified file, still readable after it is pruned.
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -212,4 +212,63 @@ it('a snapshot is fdatasynced in steps as it is written, not only at the end', a
   const reread = await readFile(join(dir, snapshotFileName(7)));
   expect(reread.subarray(reread.length - 4 - bytes.length, reread.length - 4)).toEqual(
     Buffer.from(bytes));
+});
+
+/** The snapshot files and temp files of a data directory, by name. */
+async function snapNames(dir: string): Promise<string[]> {
+  return (await readdir(join(dir, 'snap'))).sort();
+}
+
+it('an old snapshot becomes the spare the next is written over, cut to its length', async () => {
+  const dir = await freshDir();
+  const { storage } = await openStorage(dir);
+  // The oldest is the longest, so the snapshot written over it must cut it.
+  await saveSnapshotBytes(storage, meta(10), data(10, 30_000));
+  await saveSnapshotBytes(storage, meta(20), data(20));
+  const oldest = await stat(join(dir, 'snap', snapshotFileName(10)));
+  await saveSnapshotBytes(storage, meta(30), data(30));
+  const names = await snapNames(dir);
+  expect(names.filter((n) => n.endsWith('.snap')))
+    .toEqual([snapshotFileName(20), snapshotFileName(30)]);
+  const spares = names.filter((n) => n.startsWith('spare.') && n.endsWith('.tmp'));
+  expect(spares).toHaveLength(1);
+  expect((await stat(join(dir, 'snap', spares[0]!))).ino).toBe(oldest.ino);
+
+  await saveSnapshotBytes(storage, meta(40), data(40, 2_000));
+  const written = await stat(join(dir, 'snap', snapshotFileName(40)));
+  expect(written.ino).toBe(oldest.ino);
+  expect(await readAll(storage.snapshotChunks(40, 512))).toEqual(Buffer.from(data(40, 2_000)));
+  const reader = await SnapshotFileReader.open(join(dir, 'snap'), 40);
+  await reader.verify();
+  await reader.close();
+  expect((await snapNames(dir)).filter((n) => n.endsWith('.tmp'))).toHaveLength(1);
+
+  // At rest only the snapshots kept remain, and a restart finds the newest.
+  await storage.close();
+  expect(await snapNames(dir)).toEqual([snapshotFileName(30), snapshotFileName(40)]);
+  const again = await openStorage(dir);
+  expect(again.state.snapshot?.meta.index).toBe(40);
+  await again.storage.close();
+});
+
+it('a snapshot a transfer or a stream still reads is removed, never written over', async () => {
+  const dir = await freshDir();
+  const { storage } = await openStorage(dir);
+  await saveSnapshotBytes(storage, meta(10), data(10));
+  await saveSnapshotBytes(storage, meta(20), data(20));
+  // A stream on 20 that has begun to read; a transfer's reader on 10.
+  const stream = storage.snapshotChunks(20, 1_000);
+  const first = await stream.next();
+  expect(await storage.readSnapshot(10, 0, 4)).toEqual(Buffer.from(data(10).subarray(0, 4)));
+
+  await saveSnapshotBytes(storage, meta(30), data(30));
+  await saveSnapshotBytes(storage, meta(40), data(40));
+  await saveSnapshotBytes(storage, meta(50), data(50));
+  expect((await snapNames(dir)).filter((n) => n.endsWith('.tmp'))).toHaveLength(1);
+  // Neither file was written over: both still read as they were.
+  const rest = await readAll({ [Symbol.asyncIterator]: () => stream });
+  expect(Buffer.concat([first.value as Uint8Array, rest])).toEqual(Buffer.from(data(20)));
+  expect(await storage.readSnapshot(10, 9_000, 1_000))
+    .toEqual(Buffer.from(data(10).subarray(9_000)));
+  await storage.close();
 });
