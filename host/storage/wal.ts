@@ -521,14 +521,15 @@ export class Wal {
   }
 
   /**
-   * Closes and unlinks the files of the segments `discardThrough` dropped, then makes that
-   * durable. No flush touches them any more, so this may run beside one; one call at a time.
+   * Closes the files of the segments `discardThrough` dropped and hands them to the spares
+   * (wal-prealloc.ts, `recycle`), or unlinks those it does not take; then makes that durable.
+   * No flush touches them any more, so this may run beside one; one call at a time.
    */
   async removeDiscarded(): Promise<void> {
     const segments = this.discarded.splice(0);
     for (const segment of segments) {
       await closeHandle(segment);
-      await unlink(segment.path);
+      if (!(await this.spares.recycle(segment.path))) await unlink(segment.path);
     }
     if (segments.length > 0) await fsyncDirectory(this.walDir, this.observe);
   }

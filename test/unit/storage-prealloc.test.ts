@@ -2,8 +2,11 @@
 // come with them: zeros after the last record are the segment's unused room; in the newest
 // segment, a sector of zeros between damage and a later valid record is a write a crash cut
 // before its fsync; damage with no such hole is corruption. Also: records written through to
-// the page cache before their fsync, and never ahead of a new term.
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+// the page cache before their fsync, and never ahead of a new term; and the files of segments
+// a snapshot covers, zeroed into spares instead of being unlinked.
+import {
+  mkdtemp, open as openFile, readdir, readFile, rm, stat, writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,7 +17,7 @@ import { FileStorage } from '../../host/storage/file-storage.js';
 import {
   RECORD_HEADER_BYTES, SECTOR_BYTES, SEGMENT_HEADER_BYTES,
 } from '../../host/storage/record.js';
-import { StorageCorruptionError } from '../../host/storage/storage.js';
+import { saveSnapshotBytes, StorageCorruptionError } from '../../host/storage/storage.js';
 import { waitFor } from '../helpers/cluster.js';
 
 const SEGMENT_BYTES = 16 * 1024;
@@ -195,3 +198,51 @@ it('startWrite holds records of a new term back until the term is durable', asyn
   await storage.close();
   expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5]);
 });
+
+it('segments a snapshot covers are zeroed into the spares later segments are renamed from',
+  async () => {
+    const dir = await freshDir();
+    const storage = await open(dir);
+    for (let from = 1; from <= 400; from += 50) {
+      storage.append(entries(from, 50));
+      await storage.sync();
+    }
+    // Held open, the covered files keep their inodes: a number seen again is the same file.
+    const covered = await Promise.all((await segments(dir)).slice(0, 2)
+      .map((path) => openFile(path, 'r')));
+    try {
+      const coveredInodes = new Set(
+        await Promise.all(covered.map(async (handle) => (await handle.stat()).ino)));
+      const perSegment = Math.floor((SEGMENT_BYTES - SEGMENT_HEADER_BYTES) / FRAME_BYTES);
+      const lastCovered = 2 * perSegment;
+      await saveSnapshotBytes(storage, { index: lastCovered, term: 1, timeMs: 9_000,
+        voters: ['n1'], learners: [], peers: [{ id: 'n1', address: '' }], removed: [] },
+      new Uint8Array(64));
+      expect(await segments(dir)).toHaveLength(2);
+      // The next roll takes the spare on hand and zeroes one of the covered files into the next.
+      storage.append(entries(401, 100));
+      await storage.sync();
+      const zeroed = Buffer.alloc(SEGMENT_BYTES);
+      await waitFor('a covered segment zeroed into a spare', 10_000, async () => {
+        for (const handle of covered) {
+          const bytes = Buffer.alloc(SEGMENT_BYTES);
+          await handle.read(bytes, 0, SEGMENT_BYTES, 0);
+          if (bytes.equals(zeroed)) return true;
+        }
+        return undefined;
+      });
+      for (let from = 501; from <= 1_200; from += 50) {
+        storage.append(entries(from, 50));
+        await storage.sync();
+      }
+      await storage.close();
+      const inodes = await Promise.all((await segments(dir)).map(async (p) => (await stat(p)).ino));
+      expect(inodes.filter((ino) => coveredInodes.has(ino))).toHaveLength(2);
+      expect(await recoverIndexes(dir))
+        .toEqual(Array.from({ length: 1_200 - lastCovered }, (_, i) => lastCovered + 1 + i));
+      expect((await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc')))
+        .toBe(false);
+    } finally {
+      for (const handle of covered) await handle.close();
+    }
+  });
