@@ -348,11 +348,11 @@ export class FileStorage implements Storage {
 
   /**
    * Installs a written snapshot, then removes what it made garbage (older snapshots, the log
-   * segments it covers). Only the install holds the lock. The removal waits for no log sync
-   * and holds none up: unlinking a 153 MB snapshot or a 64 MiB segment frees its extents,
-   * which took 35 to 70 ms under puts at 1M keys, and every write of the node waited for it
-   * when it ran inside the lock (docs/performance.md, "A snapshot's old files, removed
-   * beside the log"). Resolves once both are done.
+   * segments it covers), or keeps it as a spare to write over. Only the install holds the
+   * lock. The removal waits for no log sync and holds none up: the unlink of a 153 MB
+   * snapshot took 35 to 70 ms under puts at 1M keys, and every write of the node waited for
+   * it when it ran inside the lock (docs/performance.md, "Files a snapshot leaves behind,
+   * written over instead of freed"). Resolves once both are done.
    */
   private async commitSnapshot(writer: SnapshotFileWriter): Promise<boolean> {
     this.assertUsable();
