@@ -190,8 +190,13 @@ export class SnapshotFileWriter {
     const prefix = encodePrefix(meta, dataBytes);
     const tempName = `${snapshotFileName(meta.index)}.${tempSequence++}.tmp`;
     const tempPath = join(snapDir, tempName);
-    if (spare !== null) await rename(spare, tempPath);
-    const handle = await open(tempPath, spare !== null ? 'r+' : 'w');
+    // A spare someone removed is no reason to stop: the snapshot goes to a new file then.
+    const reused = spare !== null && await rename(spare, tempPath).then(() => true,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return false;
+        throw error;
+      });
+    const handle = await open(tempPath, reused ? 'r+' : 'w');
     try {
       await writeFully(handle, prefix, 0);
     } catch (error) {

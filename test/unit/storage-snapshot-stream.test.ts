@@ -272,3 +272,16 @@ it('a snapshot a transfer or a stream still reads is removed, never written over
     .toEqual(Buffer.from(data(10).subarray(9_000)));
   await storage.close();
 });
+
+it('a spare removed from under the node is no failure: the next one gets a new file', async () => {
+  const dir = await freshDir();
+  const { storage } = await openStorage(dir);
+  for (const index of [10, 20, 30]) await saveSnapshotBytes(storage, meta(index), data(index));
+  const [spare] = (await snapNames(dir)).filter((n) => n.endsWith('.tmp'));
+  expect(spare).toBeDefined();
+  await rm(join(dir, 'snap', spare!));
+  await saveSnapshotBytes(storage, meta(40), data(40));
+  expect(await readAll(storage.snapshotChunks(40, 4_096))).toEqual(Buffer.from(data(40)));
+  await storage.close();
+  expect(await snapNames(dir)).toEqual([snapshotFileName(30), snapshotFileName(40)]);
+});
