@@ -285,3 +285,17 @@ it('a spare removed from under the node is no failure: the next one gets a new f
   await storage.close();
   expect(await snapNames(dir)).toEqual([snapshotFileName(30), snapshotFileName(40)]);
 });
+
+it('a spare a crash left behind is removed at the next start, which finds the newest', async () => {
+  const dir = await freshDir();
+  const { storage } = await openStorage(dir);
+  for (const index of [10, 20, 30]) await saveSnapshotBytes(storage, meta(index), data(index));
+  expect((await snapNames(dir)).filter((n) => n.startsWith('spare.'))).toHaveLength(1);
+  // No close: the process died with its spare in place.
+  const again = await openStorage(dir);
+  expect(await snapNames(dir)).toEqual([snapshotFileName(20), snapshotFileName(30)]);
+  expect(again.state.snapshot?.meta.index).toBe(30);
+  expect(await readAll(again.storage.snapshotChunks(30, 4_096))).toEqual(Buffer.from(data(30)));
+  await again.storage.close();
+  await storage.close();
+});
