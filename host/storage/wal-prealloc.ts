@@ -98,13 +98,13 @@ export class SegmentPreallocator {
   async recycle(path: string): Promise<boolean> {
     if (!this.enabled || this.closed || this.recycled.length >= RECYCLED_MAX) return false;
     const sparePath = join(this.walDir, `spare-${++this.counter}.prealloc`);
-    this.recycled.push(sparePath);
-    try {
-      await rename(path, sparePath);
-    } catch (error) {
-      this.recycled = this.recycled.filter((kept) => kept !== sparePath);
-      throw error;
+    await rename(path, sparePath);
+    // Listed only once renamed: `prepare` may take it at any moment after.
+    if (this.closed) {
+      await unlink(sparePath);
+      return true;
     }
+    this.recycled.push(sparePath);
     this.prepare();
     return true;
   }
