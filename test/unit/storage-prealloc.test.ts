@@ -71,6 +71,14 @@ async function logWith(count: number): Promise<{ dir: string; path: string }> {
   return { dir, path };
 }
 
+/** Appends entries `from` to `to` in syncs of 50, as many groups of calls would. */
+async function appendSynced(storage: FileStorage, from: number, to: number): Promise<void> {
+  for (let first = from; first <= to; first += 50) {
+    storage.append(entries(first, Math.min(50, to - first + 1)));
+    await storage.sync();
+  }
+}
+
 function recordOffset(n: number): number {
   return SEGMENT_HEADER_BYTES + n * FRAME_BYTES;
 }
@@ -104,10 +112,7 @@ it('appends after a restart continue inside the same preallocated segment', asyn
 it('rolls into spares across many segments and recovers in order', async () => {
   const dir = await freshDir();
   const storage = await open(dir);
-  for (let from = 1; from <= 600; from += 50) {
-    storage.append(entries(from, 50));
-    await storage.sync();
-  }
+  await appendSynced(storage, 1, 600);
   await storage.close();
   const paths = await segments(dir);
   expect(paths.length).toBeGreaterThan(3);
@@ -157,10 +162,7 @@ it('a zero tail in an older segment is its unused room; garbage there is corrupt
   async () => {
     const dir = await freshDir();
     const storage = await open(dir);
-    for (let from = 1; from <= 400; from += 50) {
-      storage.append(entries(from, 50));
-      await storage.sync();
-    }
+    await appendSynced(storage, 1, 400);
     await storage.close();
     const [older] = await segments(dir);
     if (older === undefined) throw new Error('no segment');
@@ -203,10 +205,7 @@ it('segments a snapshot covers are zeroed into the spares later segments are ren
   async () => {
     const dir = await freshDir();
     const storage = await open(dir);
-    for (let from = 1; from <= 400; from += 50) {
-      storage.append(entries(from, 50));
-      await storage.sync();
-    }
+    await appendSynced(storage, 1, 400);
     // Held open, the covered files keep their inodes: a number seen again is the same file.
     const covered = await Promise.all((await segments(dir)).slice(0, 2)
       .map((path) => openFile(path, 'r')));
@@ -231,10 +230,7 @@ it('segments a snapshot covers are zeroed into the spares later segments are ren
         }
         return undefined;
       });
-      for (let from = 501; from <= 1_200; from += 50) {
-        storage.append(entries(from, 50));
-        await storage.sync();
-      }
+      await appendSynced(storage, 501, 1_200);
       await storage.close();
       const inodes = await Promise.all((await segments(dir)).map(async (p) => (await stat(p)).ino));
       expect(inodes.filter((ino) => coveredInodes.has(ino))).toHaveLength(2);
