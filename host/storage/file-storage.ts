@@ -463,12 +463,13 @@ export class FileStorage implements Storage {
     const run = this.removal.then(() => this.guardIo(async () => {
       // One spare at most, none while space is short, and never a file someone may still
       // read: a follower's transfer or an export reads a pruned file to its end.
-      const recycle = this.spareSnapshot === null && !this.lowOnSpace
+      const spaceShort = this.lowOnSpace;
+      const recycle = this.spareSnapshot === null && !spaceShort
         ? (index: number) => !this.readers.has(index) && !this.snapshotStreams.has(index)
         : undefined;
       const spare = await pruneSnapshots(this.snapDir, this.observe, recycle);
       if (spare !== null) this.spareSnapshot = spare;
-      await this.wal.removeDiscarded();
+      await this.wal.removeDiscarded(!spaceShort);
     }));
     this.removal = run.catch(() => undefined);
     return run;

@@ -522,14 +522,16 @@ export class Wal {
 
   /**
    * Closes the files of the segments `discardThrough` dropped and hands them to the spares
-   * (wal-prealloc.ts, `recycle`), or unlinks those it does not take; then makes that durable.
-   * No flush touches them any more, so this may run beside one; one call at a time.
+   * (wal-prealloc.ts, `recycle`), or unlinks those it does not take, and all of them when
+   * `recycle` is false (the disk is short of space: the room goes back at once); then makes
+   * that durable. No flush touches them any more, so this may run beside one; one call at a
+   * time.
    */
-  async removeDiscarded(): Promise<void> {
+  async removeDiscarded(recycle = true): Promise<void> {
     const segments = this.discarded.splice(0);
     for (const segment of segments) {
       await closeHandle(segment);
-      if (!(await this.spares.recycle(segment.path))) await unlink(segment.path);
+      if (!recycle || !(await this.spares.recycle(segment.path))) await unlink(segment.path);
     }
     if (segments.length > 0) await fsyncDirectory(this.walDir, this.observe);
   }

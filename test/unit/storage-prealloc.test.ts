@@ -242,3 +242,35 @@ it('segments a snapshot covers are zeroed into the spares later segments are ren
       for (const handle of covered) await handle.close();
     }
   });
+
+it('while the disk is short of space, covered segments are unlinked, their room given back',
+  async () => {
+    const dir = await freshDir();
+    const storage = new FileStorage(dir, { segmentBytesMax: SEGMENT_BYTES,
+      minFreeBytes: Number.MAX_SAFE_INTEGER });
+    await storage.recover();
+    expect(storage.isLowOnSpace()).toBe(true);
+    await appendSynced(storage, 1, 400);
+    const covered = await Promise.all((await segments(dir)).slice(0, 2)
+      .map((path) => openFile(path, 'r')));
+    try {
+      const inodes = new Set(
+        await Promise.all(covered.map(async (handle) => (await handle.stat()).ino)));
+      const lastCovered = 2 * Math.floor((SEGMENT_BYTES - SEGMENT_HEADER_BYTES) / FRAME_BYTES);
+      await saveSnapshotBytes(storage, { index: lastCovered, term: 1, timeMs: 9_000,
+        voters: ['n1'], learners: [], peers: [{ id: 'n1', address: '' }], removed: [] },
+      new Uint8Array(64));
+      await appendSynced(storage, 401, 1_200);
+      await storage.close();
+      const now = await Promise.all((await segments(dir)).map(async (p) => (await stat(p)).ino));
+      expect(now.filter((ino) => inodes.has(ino))).toEqual([]);
+      // Unlinked, not zeroed: the open handles still read the records they held.
+      for (const handle of covered) {
+        const header = Buffer.alloc(SEGMENT_HEADER_BYTES);
+        await handle.read(header, 0, SEGMENT_HEADER_BYTES, 0);
+        expect(header.some((byte) => byte !== 0)).toBe(true);
+      }
+    } finally {
+      for (const handle of covered) await handle.close();
+    }
+  });

@@ -299,3 +299,15 @@ it('a spare a crash left behind is removed at the next start, which finds the ne
   await again.storage.close();
   await storage.close();
 });
+
+it('while the disk is short of space, an old snapshot is removed, not kept as a spare',
+  async () => {
+    const dir = await freshDir();
+    const storage = new FileStorage(dir, { segmentBytesMax: 4096,
+      minFreeBytes: Number.MAX_SAFE_INTEGER });
+    await storage.recover();
+    expect(storage.isLowOnSpace()).toBe(true);
+    for (const index of [10, 20, 30]) await saveSnapshotBytes(storage, meta(index), data(index));
+    expect(await snapNames(dir)).toEqual([snapshotFileName(20), snapshotFileName(30)]);
+    await storage.close();
+  });
