@@ -29,8 +29,14 @@ const SPARE_NAME = /^spare-\d+\.prealloc$/;
  */
 const ZERO_CHUNK_BYTES = 1024 * 1024;
 const ZEROS = Buffer.alloc(ZERO_CHUNK_BYTES);
-/** Old segment files kept to become spares; more are removed (each holds a segment's room). */
-const RECYCLED_MAX = 2;
+/**
+ * Old segment files kept to become spares; more are removed (each holds a segment's room).
+ * Four cover the log a node writes between two snapshots at the default byte interval (256
+ * MiB): batches of 16 at 64 connections write a segment a second and a snapshot covers
+ * three or four at once, and with two kept the others' unlinks still stalled the log by 15
+ * to 18 ms (p99 11.2 and 11.3 ms against 9.1 and 10.3 with four, in turns).
+ */
+const RECYCLED_MAX = 4;
 
 /** A zero-filled file of `bytes`, fsynced, open for writing, under a temporary name. */
 export interface SpareSegment {
