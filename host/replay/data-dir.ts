@@ -169,7 +169,30 @@ export class DataDir {
   /** The snapshot's data in chunks, its checksum verified before the last (storage.ts). */
   snapshotChunks(index: number, chunkBytes: number, transient = false):
     AsyncGenerator<Uint8Array> {
-    return verifiedSnapshotChunks(join(this.dir, 'snap'), index, chunkBytes, transient);
+    const snapDir = join(this.dir, 'snap');
+    return writtenOverAsDataDirError(join(snapDir, snapshotFileName(index)),
+      verifiedSnapshotChunks(snapDir, index, chunkBytes, transient));
+  }
+}
+
+/**
+ * `chunks`, but a snapshot that fails its check once its file has left its name is reported
+ * as what it is, not as damage: a node serving from the directory renamed the file to its
+ * spare and wrote a newer snapshot over it while this read it (snapshot-files.ts,
+ * `pruneSnapshots`). A damaged file keeps its name, and its error stands.
+ */
+async function* writtenOverAsDataDirError(path: string, chunks: AsyncGenerator<Uint8Array>):
+  AsyncGenerator<Uint8Array> {
+  try {
+    yield* chunks;
+  } catch (error) {
+    const named = await stat(path).then(() => true, () => false);
+    if (error instanceof StorageCorruptionError && !named) {
+      throw new DataDirError(`snapshot ${path} was written over while it was read: the node ` +
+        'serving from this directory took its file for a newer snapshot; run the command ' +
+        'again');
+    }
+    throw error;
   }
 }
 

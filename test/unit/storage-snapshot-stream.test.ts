@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 
 import type { SnapshotMeta } from '../../host/core/raft/types.js';
+import { DataDir, DataDirError } from '../../host/replay/data-dir.js';
 import { FileStorage } from '../../host/storage/file-storage.js';
 import {
   SNAPSHOT_SYNC_STEP_BYTES, SnapshotFileError, SnapshotFileReader, SnapshotFileWriter,
@@ -309,5 +310,33 @@ it('while the disk is short of space, an old snapshot is removed, not kept as a 
     expect(storage.isLowOnSpace()).toBe(true);
     for (const index of [10, 20, 30]) await saveSnapshotBytes(storage, meta(index), data(index));
     expect(await snapNames(dir)).toEqual([snapshotFileName(20), snapshotFileName(30)]);
+    await storage.close();
+  });
+
+it('a tool whose snapshot the serving node writes over says so; damage stays damage',
+  async () => {
+    const dir = await freshDir();
+    const { storage } = await openStorage(dir);
+    const big = (index: number) => data(index, 200_000);
+    await saveSnapshotBytes(storage, meta(10), big(10));
+    await saveSnapshotBytes(storage, meta(20), big(20));
+    const tool = await DataDir.open(dir);
+    const chunks = tool.snapshotChunks(20, 4_096);
+    await chunks.next();
+    // 20's file becomes the spare when 40 is installed, and 50 is written over it.
+    for (const index of [30, 40, 50]) await saveSnapshotBytes(storage, meta(index), big(index));
+    const failure = await readAll({ [Symbol.asyncIterator]: () => chunks })
+      .then(() => null, (error: unknown) => error);
+    expect(failure).toBeInstanceOf(DataDirError);
+    expect((failure as Error).message).toMatch(/written over while it was read/);
+
+    // A file that keeps its name and fails its check is damaged, and reported so.
+    const path = join(dir, 'snap', snapshotFileName(50));
+    const bytes = await readFile(path);
+    bytes[1_000] = (bytes[1_000] ?? 0) ^ 0x01;
+    await writeFile(path, bytes);
+    const damaged = await readAll(tool.snapshotChunks(50, 4_096))
+      .then(() => null, (error: unknown) => error);
+    expect(damaged).toBeInstanceOf(StorageCorruptionError);
     await storage.close();
   });
