@@ -186,8 +186,8 @@ async function* writtenOverAsDataDirError(path: string, chunks: AsyncGenerator<U
   try {
     yield* chunks;
   } catch (error) {
-    const named = await stat(path).then(() => true, () => false);
-    if (error instanceof StorageCorruptionError && !named) {
+    if (error instanceof StorageCorruptionError &&
+      !(await stat(path).then(() => true, () => false))) {
       throw new DataDirError(`snapshot ${path} was written over while it was read: the node ` +
         'serving from this directory took its file for a newer snapshot; run the command ' +
         'again');

@@ -184,7 +184,7 @@ export class Wal {
   private segments: Segment[] = [];
   /** Segments cut away by an overwrite whose files the next flush unlinks. */
   private unlinkQueue: Segment[] = [];
-  /** Segments a snapshot covers whose files `removeDiscarded` unlinks. */
+  /** Segments a snapshot covers whose files `removeDiscarded` recycles or unlinks. */
   private discarded: Segment[] = [];
   private lastIndexValue = 0;
   /** The snapshot index: records at or below it are never overwritten. */

@@ -5,7 +5,7 @@
 // the page cache before their fsync, and never ahead of a new term; and the files of segments
 // a snapshot covers, zeroed into spares instead of being unlinked.
 import {
-  mkdtemp, open as openFile, readdir, readFile, rm, stat, writeFile,
+  mkdtemp, open as openFile, readdir, readFile, rm, stat, writeFile, type FileHandle,
 } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +77,31 @@ async function appendSynced(storage: FileStorage, from: number, to: number): Pro
     storage.append(entries(first, Math.min(50, to - first + 1)));
     await storage.sync();
   }
+}
+
+/**
+ * The log's first `count` segment files, held open so their inodes cannot be reused while
+ * the test runs: an inode number seen again is the same file.
+ */
+async function holdFirstSegments(dir: string, count: number):
+  Promise<{ handles: FileHandle[]; inodes: Set<number> }> {
+  const handles = await Promise.all((await segments(dir)).slice(0, count)
+    .map((path) => openFile(path, 'r')));
+  const inodes = new Set(await Promise.all(handles.map(async (h) => (await h.stat()).ino)));
+  return { handles, inodes };
+}
+
+/** Installs a snapshot covering the first `count` full segments; returns its index. */
+async function snapshotCovering(storage: FileStorage, count: number): Promise<number> {
+  const index = count * Math.floor((SEGMENT_BYTES - SEGMENT_HEADER_BYTES) / FRAME_BYTES);
+  await saveSnapshotBytes(storage, { index, term: 1, timeMs: 9_000, voters: ['n1'],
+    learners: [], peers: [{ id: 'n1', address: '' }], removed: [] }, new Uint8Array(64));
+  return index;
+}
+
+/** The inode of each segment file the log has now. */
+async function segmentInodes(dir: string): Promise<number[]> {
+  return Promise.all((await segments(dir)).map(async (path) => (await stat(path)).ino));
 }
 
 function recordOffset(n: number): number {
@@ -206,17 +231,9 @@ it('segments a snapshot covers are zeroed into the spares later segments are ren
     const dir = await freshDir();
     const storage = await open(dir);
     await appendSynced(storage, 1, 400);
-    // Held open, the covered files keep their inodes: a number seen again is the same file.
-    const covered = await Promise.all((await segments(dir)).slice(0, 2)
-      .map((path) => openFile(path, 'r')));
+    const { handles: covered, inodes: coveredInodes } = await holdFirstSegments(dir, 2);
     try {
-      const coveredInodes = new Set(
-        await Promise.all(covered.map(async (handle) => (await handle.stat()).ino)));
-      const perSegment = Math.floor((SEGMENT_BYTES - SEGMENT_HEADER_BYTES) / FRAME_BYTES);
-      const lastCovered = 2 * perSegment;
-      await saveSnapshotBytes(storage, { index: lastCovered, term: 1, timeMs: 9_000,
-        voters: ['n1'], learners: [], peers: [{ id: 'n1', address: '' }], removed: [] },
-      new Uint8Array(64));
+      const lastCovered = await snapshotCovering(storage, 2);
       expect(await segments(dir)).toHaveLength(2);
       // The next roll takes the spare on hand and zeroes one of the covered files into the next.
       storage.append(entries(401, 100));
@@ -232,8 +249,7 @@ it('segments a snapshot covers are zeroed into the spares later segments are ren
       });
       await appendSynced(storage, 501, 1_200);
       await storage.close();
-      const inodes = await Promise.all((await segments(dir)).map(async (p) => (await stat(p)).ino));
-      expect(inodes.filter((ino) => coveredInodes.has(ino))).toHaveLength(2);
+      expect((await segmentInodes(dir)).filter((ino) => coveredInodes.has(ino))).toHaveLength(2);
       expect(await recoverIndexes(dir))
         .toEqual(Array.from({ length: 1_200 - lastCovered }, (_, i) => lastCovered + 1 + i));
       expect((await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc')))
@@ -251,19 +267,12 @@ it('while the disk is short of space, covered segments are unlinked, their room 
     await storage.recover();
     expect(storage.isLowOnSpace()).toBe(true);
     await appendSynced(storage, 1, 400);
-    const covered = await Promise.all((await segments(dir)).slice(0, 2)
-      .map((path) => openFile(path, 'r')));
+    const { handles: covered, inodes } = await holdFirstSegments(dir, 2);
     try {
-      const inodes = new Set(
-        await Promise.all(covered.map(async (handle) => (await handle.stat()).ino)));
-      const lastCovered = 2 * Math.floor((SEGMENT_BYTES - SEGMENT_HEADER_BYTES) / FRAME_BYTES);
-      await saveSnapshotBytes(storage, { index: lastCovered, term: 1, timeMs: 9_000,
-        voters: ['n1'], learners: [], peers: [{ id: 'n1', address: '' }], removed: [] },
-      new Uint8Array(64));
+      await snapshotCovering(storage, 2);
       await appendSynced(storage, 401, 1_200);
       await storage.close();
-      const now = await Promise.all((await segments(dir)).map(async (p) => (await stat(p)).ino));
-      expect(now.filter((ino) => inodes.has(ino))).toEqual([]);
+      expect((await segmentInodes(dir)).filter((ino) => inodes.has(ino))).toEqual([]);
       // Unlinked, not zeroed: the open handles still read the records they held.
       for (const handle of covered) {
         const header = Buffer.alloc(SEGMENT_HEADER_BYTES);
