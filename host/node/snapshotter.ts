@@ -26,10 +26,13 @@ import type { Scheduler, TimerHandle } from './scheduler.js';
 
 /**
  * Bytes of machine snapshot cut per event-loop turn: a slice costs the loop about 1 ms per MiB
- * on an idle node, 1 to 5 ms (up to 13) under 64 connections of puts at 1M keys; 256 KiB
- * slices left the puts' p99 where it was.
+ * on an idle node, 1 to 5 ms a MiB under 64 connections of puts at 1M keys, and every call
+ * waiting meanwhile waits that long. At 1 MiB a slice was the longest stall left in a put's
+ * tail: with a snapshot always being written, p99 4.17 to 5.74 ms at 1 MiB against 3.52 to
+ * 4.07 at 256 KiB, four turns each (128 KiB: 3.47 and 3.93), at the same rate of puts and
+ * of snapshots (bench/RESULTS.md, "Puts while a snapshot is written").
  */
-export const SNAPSHOT_SLICE_BYTES = 1024 * 1024;
+export const SNAPSHOT_SLICE_BYTES = 256 * 1024;
 /** Bytes of a stored snapshot read and fed to the machine at a time when restoring. */
 export const RESTORE_CHUNK_BYTES = 4 * 1024 * 1024;
 
