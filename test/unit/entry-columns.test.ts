@@ -1,7 +1,8 @@
 // The in-memory Raft log's columns (host/core/raft/entry-columns.ts) against a plain array
 // of entries: any sequence of appends, truncations and compactions leaves the same entries,
 // field for field and byte for byte, whether an entry's bytes were copied into the columns'
-// own slabs or kept in the buffer they came in.
+// own slabs or kept in the buffer they came in, and whatever the size of its chunks of rows
+// (small chunks put every boundary case within a short run).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EntryColumns } from '../../host/core/raft/entry-columns.js';
@@ -52,8 +53,9 @@ function bytesOf(n: number, shared: boolean, fill: number): Uint8Array {
 
 describe('the Raft log\'s entry columns', () => {
   it('hold what a plain array of entries holds, through appends, truncations and drops', () => {
-    fc.assert(fc.property(fc.array(op, { maxLength: 3000, size: 'max' }), (ops) => {
-      const columns = new EntryColumns();
+    fc.assert(fc.property(fc.integer({ min: 1, max: 12 }), fc.array(op, { maxLength: 3000,
+      size: 'max' }), (chunkShift, ops) => {
+      const columns = new EntryColumns(chunkShift);
       const model: Array<{ entry: Entry; copy: Uint8Array }> = [];
       for (const o of ops) {
         if (o.kind === 'push') {
@@ -85,13 +87,16 @@ describe('the Raft log\'s entry columns', () => {
     }), { numRuns: 60 });
   });
 
-  it('grows, and moves its rows to the front once compactions leave room before them', () => {
-    const columns = new EntryColumns();
+  it.each([[12], [4], [1]])('grows and drops in chunks of 2^%i rows, whole or in part',
+    (shift) => {
+    const columns = new EntryColumns(shift);
     const entryAt = (n: number): Entry => ({ term: n, index: n, timeMs: n * 2, type: 'normal',
       data: Uint8Array.of(n & 0xff, (n >> 8) & 0xff) });
     let first = 0;
     let next = 0;
-    for (const [push, drop] of [[5000, 3000], [3000, 4000], [2500, 0], [10, 3500]]) {
+    // Drops that end on a chunk's boundary, inside one, and take every entry held.
+    for (const [push, drop] of [[5000, 3000], [3000, 4000], [2500, 0], [10, 3500],
+      [4096, 1096], [2000, 4000], [1, 1011], [8192, 8192], [3, 1]]) {
       for (let i = 0; i < push!; i++) columns.push(entryAt(next++));
       columns.dropFirst(drop!);
       first += drop!;

@@ -13,13 +13,20 @@
  * of its own or as a view into a peer's frame (a follower's, message-codec.ts), which the log
  * must not keep alive. An `Entry` is made when a caller asks for one and is dropped young.
  *
+ * The rows live in chunks of a fixed number of rows, never in one array grown by copying: a
+ * log that doubled its columns copied every row it held in one turn of the loop, 12 to 30 ms
+ * at 0.5 to 1M entries, a stall of every call (docs/performance.md, "The Raft log's rows in
+ * chunks"). Appending takes a new chunk when the last is full, and a compaction drops the
+ * chunks it passed: neither touches the rows that stay.
+ *
  * Pure: no I/O.
  */
 import type { Entry, EntryType } from './types.js';
 
 const TYPES: readonly EntryType[] = ['normal', 'empty', 'config'];
 const TYPE_CODES: Readonly<Record<EntryType, number>> = { normal: 0, empty: 1, config: 2 };
-const CAPACITY_MIN = 1024;
+/** Rows per chunk as a power of two (a row's chunk is its number shifted, its slot masked). */
+const CHUNK_SHIFT = 12;
 /** The store's own slabs, into which small entries that came in buffers of their own go. */
 const SLAB_BYTES = 256 * 1024;
 /** A buffer this large is shared by many entries already: entries in it are not copied. */
@@ -28,19 +35,49 @@ const SHARED_BUFFER_BYTES_MIN = 32 * 1024;
 const OWN_BYTES_MIN = 8 * 1024;
 const EMPTY = new Uint8Array(0);
 
+/** A chunk's rows; a slot not in use holds no buffer, so it keeps no bytes alive. */
+class Chunk {
+  readonly terms: Float64Array;
+  readonly times: Float64Array;
+  readonly types: Uint8Array;
+  readonly offsets: Float64Array;
+  readonly lengths: Float64Array;
+  readonly buffers: Array<ArrayBufferLike | null>;
+
+  constructor(rows: number) {
+    this.terms = new Float64Array(rows);
+    this.times = new Float64Array(rows);
+    this.types = new Uint8Array(rows);
+    this.offsets = new Float64Array(rows);
+    this.lengths = new Float64Array(rows);
+    this.buffers = new Array<ArrayBufferLike | null>(rows).fill(null);
+  }
+}
+
 export class EntryColumns {
-  private terms = new Float64Array(CAPACITY_MIN);
-  private times = new Float64Array(CAPACITY_MIN);
-  private types = new Uint8Array(CAPACITY_MIN);
-  private offsets = new Float64Array(CAPACITY_MIN);
-  private lengths = new Float64Array(CAPACITY_MIN);
-  private buffers: Array<ArrayBufferLike | null> = new Array<ArrayBufferLike | null>(
-    CAPACITY_MIN).fill(null);
-  /** Row of entry 0. */
+  private readonly shift: number;
+  private readonly rowsPerChunk: number;
+  private readonly slotMask: number;
+  /** Never empty: chunk 0 holds entry 0 (or is where it will go). */
+  private readonly chunks: Chunk[];
+  /** A chunk a compaction let go, cleared, for the next one needed (no allocation then). */
+  private spare: Chunk | null = null;
+  /** Slot of entry 0 in chunk 0. */
   private start = 0;
   private count = 0;
   private slab: ArrayBuffer | null = null;
   private slabAt = 0;
+
+  /** `chunkShift`: rows per chunk as a power of two (tests use small chunks). */
+  constructor(chunkShift = CHUNK_SHIFT) {
+    if (!(Number.isInteger(chunkShift) && chunkShift >= 1 && chunkShift <= 16)) {
+      throw new Error(`assertion failed: chunk shift ${chunkShift}`);
+    }
+    this.shift = chunkShift;
+    this.rowsPerChunk = 1 << chunkShift;
+    this.slotMask = this.rowsPerChunk - 1;
+    this.chunks = [new Chunk(this.rowsPerChunk)];
+  }
 
   get length(): number {
     return this.count;
@@ -52,34 +89,37 @@ export class EntryColumns {
    * which holds other bytes besides).
    */
   push(entry: Entry, copy = false): void {
-    if (this.start + this.count === this.terms.length) this.makeRoom();
     const row = this.start + this.count;
-    this.terms[row] = entry.term;
-    this.times[row] = entry.timeMs;
-    this.types[row] = TYPE_CODES[entry.type];
+    const chunks = this.chunks;
+    if (row >>> this.shift === chunks.length) chunks.push(this.takeChunk());
+    const chunk = chunks[row >>> this.shift]!;
+    const slot = row & this.slotMask;
+    chunk.terms[slot] = entry.term;
+    chunk.times[slot] = entry.timeMs;
+    chunk.types[slot] = TYPE_CODES[entry.type];
     const data = entry.data;
     // `length`, not `byteLength`: this Node compiles a typed array's `byteLength`, `buffer`
     // and `byteOffset` as generic loads (docs/performance.md), and a Uint8Array's are equal.
     const bytes = data.length;
     const buffer = copy ? null : data.buffer;
     if (bytes === 0) {
-      this.buffers[row] = null;
-      this.offsets[row] = 0;
+      chunk.buffers[slot] = null;
+      chunk.offsets[slot] = 0;
     } else if (buffer !== null && (bytes >= OWN_BYTES_MIN ||
       buffer.byteLength >= SHARED_BUFFER_BYTES_MIN)) {
-      this.buffers[row] = buffer;
-      this.offsets[row] = data.byteOffset;
+      chunk.buffers[slot] = buffer;
+      chunk.offsets[slot] = data.byteOffset;
     } else if (bytes >= OWN_BYTES_MIN) {
       // A copy by the constructor: `slice` of a Buffer (a peer's frame is one) is a view.
-      this.buffers[row] = new Uint8Array(data).buffer;
-      this.offsets[row] = 0;
+      chunk.buffers[slot] = new Uint8Array(data).buffer;
+      chunk.offsets[slot] = 0;
     } else {
       const at = this.room(bytes);
       new Uint8Array(this.slab!, at, bytes).set(data);
-      this.buffers[row] = this.slab;
-      this.offsets[row] = at;
+      chunk.buffers[slot] = this.slab;
+      chunk.offsets[slot] = at;
     }
-    this.lengths[row] = bytes;
+    chunk.lengths[slot] = bytes;
     this.count++;
   }
 
@@ -88,9 +128,12 @@ export class EntryColumns {
     if (!(Number.isSafeInteger(keep) && keep >= 0 && keep <= this.count)) {
       throw new Error(`assertion failed: truncate to ${keep} of ${this.count}`);
     }
-    this.buffers.fill(null, this.start + keep, this.start + this.count);
+    this.forgetRows(this.start + keep, this.start + this.count);
     this.count = keep;
     if (keep === 0) this.start = 0;
+    // The chunks past the last kept row go (chunk 0 always stays).
+    const chunksKept = Math.max(1, (this.start + keep + this.slotMask) >>> this.shift);
+    while (this.chunks.length > chunksKept) this.release(this.chunks.pop()!);
   }
 
   /** Forgets the first `n` entries. */
@@ -98,38 +141,54 @@ export class EntryColumns {
     if (!(Number.isSafeInteger(n) && n >= 0 && n <= this.count)) {
       throw new Error(`assertion failed: drop ${n} of ${this.count}`);
     }
-    this.buffers.fill(null, this.start, this.start + n);
-    this.start += n;
+    const from = this.start;
     this.count -= n;
-    if (this.count === 0) this.start = 0;
+    if (this.count === 0) {
+      this.truncateAllFrom(from, from + n);
+      return;
+    }
+    const passed = (from + n) >>> this.shift;
+    // Whole chunks passed are let go without clearing row by row; the rest of the rows
+    // dropped are in the new first chunk.
+    for (const chunk of this.chunks.splice(0, passed)) this.release(chunk);
+    this.start = (from + n) & this.slotMask;
+    if (passed === 0) this.forgetRows(from, from + n);
+    else this.forgetRows(0, this.start);
   }
 
   term(i: number): number {
-    return this.terms[this.row(i)]!;
+    const row = this.row(i);
+    return this.chunks[row >>> this.shift]!.terms[row & this.slotMask]!;
   }
 
   timeMs(i: number): number {
-    return this.times[this.row(i)]!;
+    const row = this.row(i);
+    return this.chunks[row >>> this.shift]!.times[row & this.slotMask]!;
   }
 
   type(i: number): EntryType {
-    return TYPES[this.types[this.row(i)]!]!;
+    const row = this.row(i);
+    return TYPES[this.chunks[row >>> this.shift]!.types[row & this.slotMask]!]!;
   }
 
   dataBytes(i: number): number {
-    return this.lengths[this.row(i)]!;
+    const row = this.row(i);
+    return this.chunks[row >>> this.shift]!.lengths[row & this.slotMask]!;
   }
 
   /** Entry i as an `Entry` at log index `index`: a new object, its data a view. */
   get(i: number, index: number): Entry {
     const row = this.row(i);
-    const bytes = this.lengths[row]!;
+    const chunk = this.chunks[row >>> this.shift]!;
+    const slot = row & this.slotMask;
+    const bytes = chunk.lengths[slot]!;
     return {
-      term: this.terms[row]!,
+      term: chunk.terms[slot]!,
       index,
-      timeMs: this.times[row]!,
-      type: TYPES[this.types[row]!]!,
-      data: bytes === 0 ? EMPTY : new Uint8Array(this.buffers[row]!, this.offsets[row]!, bytes),
+      timeMs: chunk.times[slot]!,
+      type: TYPES[chunk.types[slot]!]!,
+      data: bytes === 0 ? EMPTY
+        : new Uint8Array(chunk.buffers[slot]!, chunk.offsets[slot]!, bytes),
     };
   }
 
@@ -140,34 +199,36 @@ export class EntryColumns {
     return this.start + i;
   }
 
-  /**
-   * Room for one more row: the live rows moved to the front when at least half the columns
-   * lie before them (what compactions leave), else columns twice as long.
-   */
-  private makeRoom(): void {
-    const capacity = this.terms.length;
-    const grow = this.start < capacity / 2;
-    const next = grow ? capacity * 2 : capacity;
-    const from = this.start;
-    const to = from + this.count;
-    const move = <T extends Float64Array | Uint8Array>(column: T, make: (n: number) => T): T => {
-      if (!grow) {
-        column.copyWithin(0, from, to);
-        return column;
-      }
-      const out = make(next);
-      out.set(column.subarray(from, to));
-      return out;
-    };
-    this.terms = move(this.terms, (n) => new Float64Array(n));
-    this.times = move(this.times, (n) => new Float64Array(n));
-    this.types = move(this.types, (n) => new Uint8Array(n));
-    this.offsets = move(this.offsets, (n) => new Float64Array(n));
-    this.lengths = move(this.lengths, (n) => new Float64Array(n));
-    const buffers = new Array<ArrayBufferLike | null>(next).fill(null);
-    for (let i = 0; i < this.count; i++) buffers[i] = this.buffers[from + i]!;
-    this.buffers = buffers;
+  /** Every entry dropped (rows `from` to `to` the last): back to one chunk, from slot 0. */
+  private truncateAllFrom(from: number, to: number): void {
+    this.forgetRows(from, Math.min(to, this.rowsPerChunk));
+    while (this.chunks.length > 1) this.release(this.chunks.pop()!);
     this.start = 0;
+  }
+
+  /** Clears the buffers of rows `from` to `to` (exclusive), so they keep no bytes alive. */
+  private forgetRows(from: number, to: number): void {
+    for (let row = from; row < to;) {
+      const chunkEnd = ((row >>> this.shift) + 1) << this.shift;
+      const end = Math.min(to, chunkEnd);
+      this.chunks[row >>> this.shift]!.buffers.fill(null, row & this.slotMask,
+        ((end - 1) & this.slotMask) + 1);
+      row = end;
+    }
+  }
+
+  /** Keeps one chunk let go as the spare, cleared; others go to the collector. */
+  private release(chunk: Chunk): void {
+    if (this.spare !== null) return;
+    chunk.buffers.fill(null);
+    this.spare = chunk;
+  }
+
+  private takeChunk(): Chunk {
+    const spare = this.spare;
+    if (spare === null) return new Chunk(this.rowsPerChunk);
+    this.spare = null;
+    return spare;
   }
 
   /** Where `bytes` more bytes go in the current slab (a fresh one when they do not fit). */
