@@ -128,12 +128,14 @@ export class EntryColumns {
     if (!(Number.isSafeInteger(keep) && keep >= 0 && keep <= this.count)) {
       throw new Error(`assertion failed: truncate to ${keep} of ${this.count}`);
     }
-    this.forgetRows(this.start + keep, this.start + this.count);
+    const end = this.start + keep;
+    // The chunks past the last kept row go (chunk 0 always stays); `release` clears the one
+    // it keeps, so only the kept chunks' rows past the cut are cleared here.
+    const chunksKept = Math.max(1, (end + this.slotMask) >>> this.shift);
+    while (this.chunks.length > chunksKept) this.release(this.chunks.pop()!);
+    this.forgetRows(end, Math.min(this.start + this.count, chunksKept << this.shift));
     this.count = keep;
     if (keep === 0) this.start = 0;
-    // The chunks past the last kept row go (chunk 0 always stays).
-    const chunksKept = Math.max(1, (this.start + keep + this.slotMask) >>> this.shift);
-    while (this.chunks.length > chunksKept) this.release(this.chunks.pop()!);
   }
 
   /** Forgets the first `n` entries. */
@@ -141,19 +143,18 @@ export class EntryColumns {
     if (!(Number.isSafeInteger(n) && n >= 0 && n <= this.count)) {
       throw new Error(`assertion failed: drop ${n} of ${this.count}`);
     }
-    const from = this.start;
-    this.count -= n;
-    if (this.count === 0) {
-      this.truncateAllFrom(from, from + n);
+    if (n === this.count) {
+      this.truncate(0);
       return;
     }
-    const passed = (from + n) >>> this.shift;
-    // Whole chunks passed are let go without clearing row by row; the rest of the rows
-    // dropped are in the new first chunk.
+    const end = this.start + n;
+    const passed = end >>> this.shift;
+    // Whole chunks passed go without clearing row by row; the rest of the rows dropped are
+    // in the new first chunk, before its new start (the rows before the old one are clear).
     for (const chunk of this.chunks.splice(0, passed)) this.release(chunk);
-    this.start = (from + n) & this.slotMask;
-    if (passed === 0) this.forgetRows(from, from + n);
-    else this.forgetRows(0, this.start);
+    this.start = end & this.slotMask;
+    this.forgetRows(0, this.start);
+    this.count -= n;
   }
 
   term(i: number): number {
@@ -199,22 +200,14 @@ export class EntryColumns {
     return this.start + i;
   }
 
-  /** Every entry dropped (rows `from` to `to` the last): back to one chunk, from slot 0. */
-  private truncateAllFrom(from: number, to: number): void {
-    this.forgetRows(from, Math.min(to, this.rowsPerChunk));
-    while (this.chunks.length > 1) this.release(this.chunks.pop()!);
-    this.start = 0;
-  }
-
-  /** Clears the buffers of rows `from` to `to` (exclusive), so they keep no bytes alive. */
+  /** Clears the buffers of rows `from` to `to` (exclusive, in one chunk): they keep no bytes. */
   private forgetRows(from: number, to: number): void {
-    for (let row = from; row < to;) {
-      const chunkEnd = ((row >>> this.shift) + 1) << this.shift;
-      const end = Math.min(to, chunkEnd);
-      this.chunks[row >>> this.shift]!.buffers.fill(null, row & this.slotMask,
-        ((end - 1) & this.slotMask) + 1);
-      row = end;
+    if (from >= to) return;
+    const chunk = from >>> this.shift;
+    if ((to - 1) >>> this.shift !== chunk) {
+      throw new Error(`assertion failed: rows ${from} to ${to} span chunks`);
     }
+    this.chunks[chunk]!.buffers.fill(null, from & this.slotMask, ((to - 1) & this.slotMask) + 1);
   }
 
   /** Keeps one chunk let go as the spare, cleared; others go to the collector. */
