@@ -8,7 +8,9 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 import { renderCharts, type Chart } from './charts.js';
-import { ratioPairs, type Table, tables, workloadNotes } from './tables.js';
+import {
+  clusterFigure, clusterTargets, ratioPairs, type Table, tables, workloadNotes,
+} from './tables.js';
 import { ROOT } from './targets.js';
 import type { SuiteResult } from './run.js';
 
@@ -101,6 +103,10 @@ export async function writeReport(r: SuiteResult, outDir: string, toPublish: boo
   writeFileSync(join(outDir, 'results.md'), markdown(r, charts, 'charts'));
   writeFileSync(join(outDir, 'report.html'), htmlReport(r, charts));
   if (toPublish) publish(r, charts, outDir);
+  for (const t of clusterTargets(r) ?? []) {
+    process.stderr.write(`${t.name} (${t.goal}): ${clusterFigure(t, t.generator)} by the ` +
+      `suite's generator, ${clusterFigure(t, t.wrk)} by wrk\n`);
+  }
   process.stderr.write(`report: ${relative(process.cwd(), join(outDir, 'report.html')) ||
     outDir}\n`);
 }

@@ -124,6 +124,82 @@ function ratioTable(r: SuiteResult): Table | null {
   }) };
 }
 
+/** The three-node targets: puts through the leader and reads through a follower, as ratios. */
+export const CLUSTER_PUT_RATIO_MIN = 0.5;
+export const FOLLOWER_READ_RATIO_MIN = 0.5;
+export const CLUSTER_PUT_P99_MS_MAX = 10;
+
+/** One three-node target as each load generator measured it; null where one did not. */
+export interface ClusterTarget {
+  readonly name: string;
+  readonly goal: string;
+  readonly generator: number | null;
+  readonly wrk: number | null;
+  readonly met: (value: number) => boolean;
+  readonly unit: 'x' | 'ms';
+}
+
+const mean = (values: readonly number[]): number | null => values.length === 0 ? null
+  : values.reduce((a, b) => a + b, 0) / values.length;
+
+/**
+ * The cluster's targets, read off a run that measured one node and three at 64 connections:
+ * puts through the leader against one node's (the mean of both one-node turns when there are
+ * two), reads through a follower against the leader's, and the put p99 through the leader;
+ * by the suite's generator and, where it ran, by wrk. Null without both one node and three.
+ */
+export function clusterTargets(r: SuiteResult): ClusterTarget[] | null {
+  const at = (target: string, workload: string) => closed(r).find((p) =>
+    p.target === target && p.workload === workload && p.connections === 64);
+  const byWrk = (target: string, workload: string) => r.references.find((x) =>
+    x.target === target && x.workload === workload && x.tool === 'wrk');
+  const leaderPut = at('hivekv-3', 'put');
+  const oneNodePuts = ['hivekv-1', ONE_NODE_AGAIN].map((t) => at(t, 'put'))
+    .filter((p): p is PointResult => p !== undefined && p.figures.opsPerSecond > 0);
+  if (leaderPut === undefined || oneNodePuts.length === 0) return null;
+  const oneNodeMean = mean(oneNodePuts.map((p) => p.figures.opsPerSecond))!;
+  const wrkOneNodeMean = mean(['hivekv-1', ONE_NODE_AGAIN].map((t) => byWrk(t, 'put'))
+    .filter((x) => x !== undefined && x.opsPerSecond > 0).map((x) => x!.opsPerSecond));
+  const wrkLeaderPut = byWrk('hivekv-3', 'put');
+  const leaderGet = at('hivekv-3', 'get');
+  const followerGet = at('hivekv-3 via follower', 'get');
+  return [
+    { name: 'puts through the leader, of one node\'s', goal: `at least ${CLUSTER_PUT_RATIO_MIN}x`,
+      unit: 'x', met: (v) => v >= CLUSTER_PUT_RATIO_MIN,
+      generator: leaderPut.figures.opsPerSecond / oneNodeMean,
+      wrk: wrkLeaderPut === undefined || wrkOneNodeMean === null ? null
+        : wrkLeaderPut.opsPerSecond / wrkOneNodeMean },
+    { name: 'reads through a follower, of the leader\'s',
+      goal: `at least ${FOLLOWER_READ_RATIO_MIN}x`, unit: 'x',
+      met: (v) => v >= FOLLOWER_READ_RATIO_MIN,
+      generator: leaderGet === undefined || followerGet === undefined ||
+        leaderGet.figures.opsPerSecond <= 0 ? null
+        : followerGet.figures.opsPerSecond / leaderGet.figures.opsPerSecond,
+      wrk: null },
+    { name: 'put p99 through the leader', goal: `under ${CLUSTER_PUT_P99_MS_MAX} ms`, unit: 'ms',
+      met: (v) => v < CLUSTER_PUT_P99_MS_MAX, generator: leaderPut.figures.latency.p99Ms,
+      wrk: wrkLeaderPut?.p99Ms ?? null },
+  ];
+}
+
+/** A target's figure with whether it was met, or '-' where it was not measured. */
+export function clusterFigure(target: ClusterTarget, value: number | null): string {
+  if (value === null || !Number.isFinite(value)) return '-';
+  const figure = target.unit === 'x' ? `${fmt(value, 2)}x` : `${ms(value)} ms`;
+  return `${figure} (${target.met(value) ? 'met' : 'not met'})`;
+}
+
+function clusterTable(r: SuiteResult): Table | null {
+  const targets = clusterTargets(r);
+  if (targets === null) return null;
+  return { title: 'Three nodes against their targets (64 connections)',
+    note: 'One node is the mean of its turns before and after the cluster, by each load ' +
+      'generator. wrk does not load a follower, so reads through one have no wrk figure.',
+    headers: ['target', 'goal', "the suite's generator", 'wrk'],
+    rows: targets.map((t) => [t.name, t.goal, clusterFigure(t, t.generator),
+      clusterFigure(t, t.wrk)]) };
+}
+
 /** An open-loop rate was sustained: no backlog past the bound, and what was due got done. */
 export function sustained(p: PointResult): boolean {
   const f = p.figures;
@@ -200,7 +276,8 @@ function referenceTable(r: SuiteResult): Table | null {
 export function tables(r: SuiteResult): Table[] {
   const connectionCounts = [...new Set(closed(r).map((p) => p.connections))]
     .sort((a, b) => b - a);
-  return [...connectionCounts.map((c) => throughputTable(r, c)), ratioTable(r), sweepTable(r),
+  return [...connectionCounts.map((c) => throughputTable(r, c)), ratioTable(r), clusterTable(r),
+    sweepTable(r),
     referenceTable(r), honestyTable(r), ...microTables(r)].filter((t): t is Table => t !== null);
 }
 
