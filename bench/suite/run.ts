@@ -18,8 +18,10 @@ import { Progress } from './progress.js';
 import { referenceMissing, runReference, type ReferenceFigure } from './reference.js';
 import { writeReport } from './report.js';
 import { openStore, type Store } from './store.js';
-import { missingFor, ONE_NODE_AGAIN, ROOT, startEtcd, startHivekv, startRedis, stopEverything,
-  urlTarget, type Entry, type Target, type TargetName } from './targets.js';
+import {
+  keepServerLogs, missingFor, ONE_NODE_AGAIN, ROOT, startEtcd, startHivekv, startRedis,
+  stopEverything, urlTarget, type Entry, type Target, type TargetName,
+} from './targets.js';
 import { VALUE_BYTES, workloadNamed, type Workload } from './workloads.js';
 
 export interface PointResult {
@@ -224,6 +226,7 @@ export async function runSuite(o: SuiteOptions): Promise<string> {
   const outDir = o.out ?? join(ROOT, 'bench', 'results',
     startedAt.toISOString().replace(/:/g, '-').replace(/\.\d+Z$/, 'Z'));
   mkdirSync(outDir, { recursive: true });
+  keepServerLogs(join(outDir, 'logs'));
   const onSignal = (signal: NodeJS.Signals) => {
     stopEverything();
     process.stderr.write(`\nbench: stopped by ${signal}; servers stopped\n`);

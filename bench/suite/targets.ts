@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
 import type { TargetKind } from './codecs.js';
+import { ServerLog } from './server-log.js';
 
 export const ROOT = new URL('../../../', import.meta.url).pathname;
 
@@ -57,6 +58,13 @@ const HOST = '127.0.0.1';
 /** Every child this process started, so an interrupt can stop them all. */
 const children = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
+/** Where each server's output is kept (server-log.ts), or null to keep none. */
+let serverLogDir: string | null = null;
+
+/** Keeps the output of every server started from now on in `dir`. */
+export function keepServerLogs(dir: string | null): void {
+  serverLogDir = dir;
+}
 
 /** Stops every server still running and removes their directories (Ctrl-C, errors). */
 export function stopEverything(): void {
@@ -120,18 +128,24 @@ interface Started {
   output(): string;
 }
 
-/** Starts a program; resolves once `ready(output)` is true, rejects if it exits first. */
-function startProcess(command: string, args: readonly string[], env: Record<string, string>,
-  ready: (output: string) => boolean): Promise<Started> {
+/**
+ * Starts a program; resolves once `ready(output)` is true, rejects if it exits first. Its
+ * output is kept under `server`'s name while `keepServerLogs` has a directory.
+ */
+function startProcess(server: string, command: string, args: readonly string[],
+  env: Record<string, string>, ready: (output: string) => boolean): Promise<Started> {
   const child = spawn(command, [...args], { cwd: ROOT, env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
+  const log = serverLogDir === null ? null : new ServerLog(serverLogDir, server);
+  child.once('close', () => log?.close());
   let output = '';
   const OUTPUT_CHARS_MAX = 200_000;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${command} did not start in ` +
       `${START_TIMEOUT_MS} ms:\n${output.slice(-2000)}`)), START_TIMEOUT_MS);
     const onData = (chunk: Buffer) => {
+      log?.write(chunk);
       output += chunk.toString();
       if (output.length > OUTPUT_CHARS_MAX) output = output.slice(-OUTPUT_CHARS_MAX / 2);
       if (ready(output)) {
@@ -207,8 +221,10 @@ const stopAll = (started: readonly Started[], dirs: readonly string[]) => async 
   }
 };
 
-function hivekvNode(args: string[], env: Record<string, string>): Promise<Started> {
-  return startProcess(process.execPath, ['bin/hivekv.js', 'serve', '--host', HOST, '--port',
+function hivekvNode(server: string, args: string[], env: Record<string, string>):
+  Promise<Started> {
+  return startProcess(server, process.execPath, ['bin/hivekv.js', 'serve', '--host', HOST,
+    '--port',
     '0', ...args], { QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0',
     HIVEKV_LOG_LEVEL: 'info', ...env }, (out) => /"msg":"serving"/.test(out));
 }
@@ -226,14 +242,15 @@ export async function startHivekv(nodes: 1 | 3, viaFollower: boolean, version: s
   const stop = stopAll(started, dirs);
   try {
     if (nodes === 1) {
-      started.push(await hivekvNode(['--data', dirs[0]!], {}));
+      started.push(await hivekvNode(name, ['--data', dirs[0]!], {}));
     } else {
       const peerPorts = [await freePort(), await freePort(), await freePort()];
       const peers = peerPorts.map((p, i) => `n${i + 1}=${HOST}:${p}`).join(',');
       // Peers prove a shared secret before any Raft frame (where the build requires one).
       const secret = randomBytes(32).toString('hex');
-      started.push(...await Promise.all(dirs.map((dir, i) => hivekvNode(['--data', dir,
-        '--id', `n${i + 1}`, '--peers', peers], { HIVEKV_CLUSTER_SECRET: secret }))));
+      started.push(...await Promise.all(dirs.map((dir, i) => hivekvNode(`${name}-n${i + 1}`,
+        ['--data', dir, '--id', `n${i + 1}`, '--peers', peers],
+        { HIVEKV_CLUSTER_SECRET: secret }))));
     }
     const ports = started.map(servingPort);
     const roles = await until('hivekv leader', async () => {
@@ -267,7 +284,8 @@ export async function startEtcd(nodes: 1 | 3, viaFollower: boolean): Promise<Tar
   const started: Started[] = [];
   const stop = stopAll(started, dirs);
   try {
-    started.push(...await Promise.all(dirs.map((dir, i) => startProcess('etcd', [
+    started.push(...await Promise.all(dirs.map((dir, i) => startProcess(
+      `etcd-${nodes}-e${i + 1}`, 'etcd', [
       '--name', `e${i + 1}`, '--data-dir', dir,
       '--listen-client-urls', `http://${HOST}:${clientPorts[i]}`,
       '--advertise-client-urls', `http://${HOST}:${clientPorts[i]}`,
@@ -307,7 +325,7 @@ export async function startRedis(aof: boolean): Promise<Target> {
   const port = await freePort();
   const args = ['--port', String(port), '--bind', HOST, '--dir', dir, '--daemonize', 'no',
     ...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : [])];
-  const started = [await startProcess('redis-server', args, {},
+  const started = [await startProcess(aof ? 'redis-aof' : 'redis', 'redis-server', args, {},
     (out) => /Ready to accept connections/.test(out))];
   return { name: aof ? 'redis-aof' : 'redis', kind: 'redis', host: HOST,
     entries: [{ name: aof ? 'redis-aof' : 'redis', ports: [port] }],

@@ -74,6 +74,8 @@ describe('benchmark suite smoke run', () => {
     const svg = readFileSync(join(out, 'charts', 'throughput-64.svg'), 'utf8');
     expect(svg).toMatch(/^<svg/);
     expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain('<svg');
+    // The node's own lines are kept beside the report.
+    expect(readFileSync(join(out, 'logs', 'hivekv-1.log'), 'utf8')).toContain('"msg":"serving"');
   }, RUN_TIMEOUT_MS + 10_000);
 
   it('refuses an unknown target with a usage error', async () => {
