@@ -26,6 +26,7 @@ import { DIVERGED_EXIT_CODE, DivergenceError } from './checkpoints.js';
 import { advertisedUrl, type NodeConfig, type TlsFiles } from './config.js';
 import { lockDataDir } from './data-lock.js';
 import { createLogger, type Logger } from './log.js';
+import { LOOP_CHECK_MS, LoopStallWatch } from './loop-stalls.js';
 import { NodeMetrics } from './metrics.js';
 import { operatorDeps } from './operator-views.js';
 import { registerPeerMetrics } from './peer-metrics.js';
@@ -186,11 +187,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   }, config.host, config.port);
   const url = advertisedUrl(config, http.port, hostname());
   cluster.start(url);
-  const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
-  metrics.readMemoryFrom(() => ({ ...machine.memoryUse(), stateBytesMax: replica.maxStateBytes,
-    machineMemoryBytes: machine.memoryBytes(), ...idempotencyGauges(machine) }));
-  metrics.readIdlePollFrom(() => http.idlePollSeconds());
-  refresh.unref();
+  watchNode(metrics, logger, replica, machine, http);
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
     peers: config.peers.length, join: config.join, url, console: `${url}/console`, clusterId:
     clusterId.id, tls: config.tls !== null, startup: startup.end('serving') }, 'serving');
@@ -206,6 +203,30 @@ export async function serve(config: NodeConfig): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** The gauges refreshed on a timer or read at each scrape, and the loop's stalls. */
+function watchNode(metrics: NodeMetrics, logger: Logger, replica: Replica,
+  machine: StateMachine, http: HttpServerHandle): void {
+  const refresh = setInterval(() => refreshGauges(replica, machine, metrics), METRICS_REFRESH_MS);
+  refresh.unref();
+  metrics.readMemoryFrom(() => ({ ...machine.memoryUse(), stateBytesMax: replica.maxStateBytes,
+    machineMemoryBytes: machine.memoryBytes(), ...idempotencyGauges(machine) }));
+  metrics.readIdlePollFrom(() => http.idlePollSeconds());
+  watchLoopStalls(metrics, logger);
+}
+
+/** A line in the log, and a count in `/metrics`, when the event loop is held (loop-stalls.ts). */
+function watchLoopStalls(metrics: NodeMetrics, logger: Logger): void {
+  const watch = new LoopStallWatch(performance.now());
+  metrics.readLoopStallsFrom(() => watch.total);
+  const timer = setInterval(() => {
+    const report = watch.check(performance.now());
+    if (report === null) return;
+    logger.warn({ stalls: report.stalls, longestMs: report.longestMs, windowMs: report.sinceMs },
+      'event loop stalled');
+  }, LOOP_CHECK_MS);
+  timer.unref();
 }
 
 function refreshGauges(replica: Replica, machine: StateMachine, metrics: NodeMetrics): void {

@@ -124,6 +124,7 @@ export class NodeMetrics implements RequestMetrics {
   private memorySource: (() => MemoryGauges) | null = null;
   /** Seconds the loop has polled while idle, read at every scrape. */
   private idlePollSource: (() => number) | null = null;
+  private loopStallsSource: (() => number) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
   private readonly tenantBytes: Gauge<'tenant'>;
   private readonly snapshots: Counter<'event'>;
@@ -152,6 +153,9 @@ export class NodeMetrics implements RequestMetrics {
     this.raft = raftGauges(registers);
     memoryGauges(registers, () => this.memorySource?.() ?? null);
     idlePollCounter(registers, () => this.idlePollSource?.() ?? 0);
+    totalCounter(registers, 'hivekv_event_loop_stalls_total', 'Times the event loop was held ' +
+      '100 ms or more (a timer that fired that late); each window of them is also a ' +
+      '"event loop stalled" line in the log.', () => this.loopStallsSource?.() ?? 0);
     this.tenantKeys = new Gauge({
       name: 'hivekv_tenant_live_keys',
       help: 'Live keys per tenant.',
@@ -285,6 +289,11 @@ export class NodeMetrics implements RequestMetrics {
     this.idlePollSource = source;
   }
 
+  /** Where `hivekv_event_loop_stalls_total` is read from at each scrape (loop-stalls.ts). */
+  readLoopStallsFrom(source: () => number): void {
+    this.loopStallsSource = source;
+  }
+
   /** Replaces every tenant usage series with `list` (the largest TENANT_USAGE_SERIES_MAX). */
   setTenantUsage(list: readonly TenantUsageSample[]): void {
     const kept =
@@ -349,10 +358,16 @@ function raftGauges(registers: Registry[]): Record<keyof RaftGauges, Gauge> {
  * instead of sleeping (HIVEKV_IDLE_POLL_US), a total `read` at each scrape.
  */
 function idlePollCounter(registers: Registry[], read: () => number): void {
-  let counted = 0;
-  new Counter({ name: 'hivekv_idle_poll_seconds_total', help: 'Seconds the event loop spent ' +
+  totalCounter(registers, 'hivekv_idle_poll_seconds_total', 'Seconds the event loop spent ' +
     'polling for a next call once none was in flight, instead of sleeping ' +
-    '(HIVEKV_IDLE_POLL_US); a busy core meanwhile.', registers, collect() {
+    '(HIVEKV_IDLE_POLL_US); a busy core meanwhile.', read);
+}
+
+/** A counter that follows a total kept elsewhere, `read` at each scrape. */
+function totalCounter(registers: Registry[], name: string, help: string,
+  read: () => number): void {
+  let counted = 0;
+  new Counter({ name, help, registers, collect() {
     const total = read();
     if (total > counted) this.inc(total - counted);
     counted = Math.max(counted, total);
