@@ -224,8 +224,7 @@ const stopAll = (started: readonly Started[], dirs: readonly string[]) => async 
 function hivekvNode(server: string, args: string[], env: Record<string, string>):
   Promise<Started> {
   return startProcess(server, process.execPath, ['bin/hivekv.js', 'serve', '--host', HOST,
-    '--port',
-    '0', ...args], { QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0',
+    '--port', '0', ...args], { QUEEN_KV_READ_RATE: '0', QUEEN_KV_WRITE_RATE: '0',
     HIVEKV_LOG_LEVEL: 'info', ...env }, (out) => /"msg":"serving"/.test(out));
 }
 

@@ -10,8 +10,9 @@
  * firing of `LOOP_STALL_MS` or more is a stall. The first stall is told at once; after it the
  * log gets at most one line per `LOOP_STALL_REPORT_MS`: the stalls since the last line, and
  * the longest of them, so a loop held again and again writes a line every ten seconds, not
- * one per stall. Pure: the clock is
- * given, and the caller writes the line.
+ * one per stall. (The peer port's `LogThrottle` holds lines back until the next event of
+ * their kind; here the held stalls are told at the end of their window, with the longest.)
+ * Pure: the clock is given, and the caller writes the line.
  */
 
 /** How often the loop is checked; the timer costs ten wake-ups a second. */
@@ -55,7 +56,7 @@ export class LoopStallWatch {
 
   /**
    * The check timer fired at `nowMs` (monotonic). Returns a report when one is due: stalls
-   * were seen and the last report is at least a window old.
+   * were seen, and either none was told yet or the last line is at least a window old.
    */
   check(nowMs: number): LoopStallReport | null {
     const lateMs = nowMs - this.lastCheckMs - this.checkMs;
