@@ -7,20 +7,25 @@
  * this machine's speed moves from minute to minute, so a ceiling measured once at the start
  * of the run could be a minute away from the row it divides. Just before the one-connection
  * rows it times the disk's part of a put (the WAL bench's single-entry append + fdatasync)
- * and checks the one-connection target against it.
+ * and checks the one-connection target against it, saying beside it on which vCPU the node's
+ * thread ran during the put row and which vCPU took the disk's interrupts (Linux only).
  * Prints a table and writes it to bench/RESULTS.md under "## Node", with the run it replaces
  * kept below it as "### The run before" (the rest of the file is kept).
  *
  * Needs `wrk` (Debian: `apt-get install wrk`). Everything listens on 127.0.0.1, every run is
  * bounded by its duration, and the processes started here are stopped by their PID.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 
 import { previousRunOf } from './results-section.js';
+import { PlacementSampler } from './vcpu-placement.js';
+
+const execFileAsync = promisify(execFile);
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const WRK_DIR = join(ROOT, 'bench', 'wrk');
@@ -77,13 +82,15 @@ function millis(text: string): number {
   return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
 }
 
-function runWrk(port: number, workload: Workload, connections: number,
-  seconds = DURATION_S): Row {
+/** Asynchronous, so that a `PlacementSampler` can read /proc while wrk runs. */
+async function runWrk(port: number, workload: Workload, connections: number,
+  seconds = DURATION_S): Promise<Row> {
   // The bare server answers any body the same way; it is driven with the get requests.
   const script = join(WRK_DIR, `${workload === 'bare' ? 'get' : workload}.lua`);
   const threads = connections === 1 ? 1 : 2;
-  const output = execFileSync('wrk', ['-t', String(threads), '-c', String(connections),
-    '-d', `${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}`], {
+  const { stdout: output } = await execFileAsync('wrk', ['-t', String(threads),
+    '-c', String(connections), '-d', `${seconds}s`, '--latency', '-s', script,
+    `http://127.0.0.1:${port}`], {
     env: { ...process.env, HIVEKV_BENCH_DIR: WRK_DIR, HIVEKV_BENCH_KEYS: String(KEYS) },
     encoding: 'utf8', timeout: (seconds + 30) * 1000,
   });
@@ -118,7 +125,8 @@ function fdatasyncP50Ms(): FdatasyncP50 {
  * The one-connection target: put p50 at most the same run's fdatasync p50 + 0.1 ms, against
  * the lower of the two ways to fdatasync (the disk's own cost, the stricter bar).
  */
-function oneConnectionLine(rows: readonly Row[], fdatasync: FdatasyncP50): string {
+function oneConnectionLine(rows: readonly Row[], fdatasync: FdatasyncP50,
+  placement = ''): string {
   const put = rows.find((r) => r.workload === 'put' && r.connections === 1);
   const putMs = put?.p50Ms ?? NaN;
   const fdatasyncMs = Math.min(fdatasync.pool, fdatasync.onLoop);
@@ -127,7 +135,8 @@ function oneConnectionLine(rows: readonly Row[], fdatasync: FdatasyncP50): strin
     `(the WAL bench, this run, just before) p50 ${fdatasync.onLoop.toFixed(3)} ms on the ` +
     `calling thread, ${fdatasync.pool.toFixed(3)} ms through the thread pool; the put is ` +
     `${above.toFixed(3)} ms above the lower (target: at most 0.100, ` +
-    `${above <= 0.1 ? 'met' : 'not met'}).`;
+    `${above <= 0.1 ? 'met' : 'not met'}).` +
+    (placement === '' ? '' : ` During the put row, ${placement}`);
 }
 
 async function preload(port: number): Promise<void> {
@@ -213,17 +222,18 @@ async function main(): Promise<void> {
   const rows: BracketedRow[] = [];
   const bareTurns: Row[] = [];
   let fdatasync: FdatasyncP50 = { pool: NaN, onLoop: NaN };
+  let placement = '';
   try {
     await preload(node.port);
-    runWrk(bareServer.port, 'bare', 64, WARMUP_S);
-    runWrk(node.port, 'put', 64, WARMUP_S);
+    await runWrk(bareServer.port, 'bare', 64, WARMUP_S);
+    await runWrk(node.port, 'put', 64, WARMUP_S);
     for (const connections of [64, 1]) {
       if (connections === 1) fdatasync = fdatasyncP50Ms();
       const bareTurn = async (): Promise<Row> => {
         // The node finishes what a row left it (a snapshot being written) before the bare
         // server is measured beside it, so the ceiling is not measured against that work.
         await sleep(SETTLE_MS);
-        const turn = runWrk(bareServer.port, 'bare', connections, BARE_TURN_S);
+        const turn = await runWrk(bareServer.port, 'bare', connections, BARE_TURN_S);
         bareTurns.push(turn);
         console.log(JSON.stringify(turn));
         return turn;
@@ -231,7 +241,12 @@ async function main(): Promise<void> {
       let before = await bareTurn();
       for (const workload of WORKLOADS) {
         if (workload === 'bare') continue;
-        const row = runWrk(node.port, workload, connections);
+        // Where the node's thread slept decides a lone put's fdatasync (vcpu-placement.ts).
+        const pid = node.child.pid;
+        const sampler = workload === 'put' && connections === 1 && pid !== undefined
+          ? new PlacementSampler(pid) : null;
+        const row = await runWrk(node.port, workload, connections);
+        if (sampler !== null) placement = sampler.stop();
         const after = await bareTurn();
         const bracketed = { ...row, bareBeside: (before.callsPerSec + after.callsPerSec) / 2 };
         rows.push(bracketed);
@@ -244,7 +259,7 @@ async function main(): Promise<void> {
     node.child.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const table = `${render(bareTurns, rows)}\n\n${oneConnectionLine(rows, fdatasync)}`;
+  const table = `${render(bareTurns, rows)}\n\n${oneConnectionLine(rows, fdatasync, placement)}`;
   console.log(table);
   writeResults(table);
 }
