@@ -99,6 +99,8 @@ export class PlacementSampler {
     this.timer = setInterval(() => {
       this.samples.push(lastCpuOf(readOr(`/proc/${this.pid}/task/${this.pid}/stat`)));
     }, SAMPLE_EVERY_MS);
+    // A row that throws never reaches `stop`; the sampler must not keep the bench alive then.
+    this.timer.unref();
   }
 
   /** Stops sampling and returns the sentence for the row ('' where /proc says nothing). */
