@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 
+import { haltPollingWords, readHaltPolling } from '../host/node/halt-polling.js';
 import { previousRunOf } from './results-section.js';
 import { PlacementSampler } from './vcpu-placement.js';
 
@@ -126,7 +127,7 @@ function fdatasyncP50Ms(): FdatasyncP50 {
  * the lower of the two ways to fdatasync (the disk's own cost, the stricter bar).
  */
 function oneConnectionLine(rows: readonly Row[], fdatasync: FdatasyncP50,
-  placement = ''): string {
+  placement = '', haltPolling = ''): string {
   const put = rows.find((r) => r.workload === 'put' && r.connections === 1);
   const putMs = put?.p50Ms ?? NaN;
   const fdatasyncMs = Math.min(fdatasync.pool, fdatasync.onLoop);
@@ -136,7 +137,8 @@ function oneConnectionLine(rows: readonly Row[], fdatasync: FdatasyncP50,
     `calling thread, ${fdatasync.pool.toFixed(3)} ms through the thread pool; the put is ` +
     `${above.toFixed(3)} ms above the lower (target: at most 0.100, ` +
     `${above <= 0.1 ? 'met' : 'not met'}).` +
-    (placement === '' ? '' : ` During the put row, ${placement}`);
+    (placement === '' ? '' : ` During the put row, ${placement}`) +
+    (haltPolling === '' ? '' : ` This machine: ${haltPolling}.`);
 }
 
 async function preload(port: number): Promise<void> {
@@ -223,12 +225,17 @@ async function main(): Promise<void> {
   const bareTurns: Row[] = [];
   let fdatasync: FdatasyncP50 = { pool: NaN, onLoop: NaN };
   let placement = '';
+  // A lone call's wake-ups of idle vCPUs cost what this machine setting says (halt-polling.ts).
+  let haltPolling = '';
   try {
     await preload(node.port);
     await runWrk(bareServer.port, 'bare', 64, WARMUP_S);
     await runWrk(node.port, 'put', 64, WARMUP_S);
     for (const connections of [64, 1]) {
-      if (connections === 1) fdatasync = fdatasyncP50Ms();
+      if (connections === 1) {
+        fdatasync = fdatasyncP50Ms();
+        haltPolling = haltPollingWords(readHaltPolling());
+      }
       const bareTurn = async (): Promise<Row> => {
         // The node finishes what a row left it (a snapshot being written) before the bare
         // server is measured beside it, so the ceiling is not measured against that work.
@@ -259,7 +266,8 @@ async function main(): Promise<void> {
     node.child.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const table = `${render(bareTurns, rows)}\n\n${oneConnectionLine(rows, fdatasync, placement)}`;
+  const table = `${render(bareTurns, rows)}\n\n${oneConnectionLine(rows, fdatasync, placement,
+    haltPolling)}`;
   console.log(table);
   writeResults(table);
 }

@@ -25,6 +25,7 @@ import { ClusterStatus } from './cluster-status.js';
 import { DIVERGED_EXIT_CODE, DivergenceError } from './checkpoints.js';
 import { advertisedUrl, type NodeConfig, type TlsFiles } from './config.js';
 import { lockDataDir } from './data-lock.js';
+import { haltPollingNotice, readHaltPolling } from './halt-polling.js';
 import { createLogger, type Logger } from './log.js';
 import { LOOP_CHECK_MS, LoopStallWatch } from './loop-stalls.js';
 import { NodeMetrics } from './metrics.js';
@@ -147,6 +148,8 @@ export async function serve(config: NodeConfig): Promise<void> {
   const releaseLock = await lockDataDir(dataDir);
   const clusterId = await settleClusterId(dataDir, config.clusterId);
   if (clusterId.note !== null) logger.info({ clusterId: clusterId.id }, clusterId.note);
+  const haltPolling = haltPollingNotice(readHaltPolling());
+  if (haltPolling !== null) logger.info({}, haltPolling);
   const metrics = new NodeMetrics();
   const fatal = (error: Error): never => {
     logger.error({ err: error.message, stack: error.stack }, 'fatal: the node stops');
