@@ -31,9 +31,11 @@ export function haltPollingOf(driverText: string | null, pollNsText: string | nu
   HaltPolling | null {
   const driver = driverText?.trim() ?? '';
   if (driver === '') return null;
-  const poll = pollNsText === null ? NaN : Number(pollNsText.trim());
-  const pollNs = driver === HALTPOLL_DRIVER && pollNsText !== null && pollNsText.trim() !== '' &&
-    Number.isSafeInteger(poll) && poll >= 0 ? poll : null;
+  // Number('') is 0: an empty file must not read as polling turned off.
+  const text = pollNsText?.trim() ?? '';
+  const poll = Number(text);
+  const pollNs = driver === HALTPOLL_DRIVER && text !== '' && Number.isSafeInteger(poll) &&
+    poll >= 0 ? poll : null;
   return { driver, pollNs };
 }
 
