@@ -1,7 +1,8 @@
 /**
  * Request bodies as a client's TCP writes deliver them: a body of known length split across
  * several writes, a chunked body, a body cut short by a closed connection, and one longer
- * than its content-length. One real node over loopback, raw sockets.
+ * than its content-length; and requests the HTTP server cannot parse (docs/http.md,
+ * "Conventions"). One real node over loopback, raw sockets.
  */
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -110,4 +111,47 @@ describe('request bodies over TCP', () => {
     const read = await kv(node.url, [{ op: 'get', ns: 'body', key: 'exact' }]);
     expect(read.body.results[0]).toMatchObject({ found: true, value: 1 });
   });
+});
+
+/** What the node wrote on a connection before it closed it, and when it closed it. */
+async function untilClosed(request: string, waitMs: number):
+  Promise<{ answer: string; closedAfterMs: number | null }> {
+  const socket = await open();
+  const started = Date.now();
+  let answer = '';
+  socket.on('data', (chunk: Buffer) => {
+    answer += chunk.toString('latin1');
+  });
+  const closed = new Promise<number>((resolve) => socket.once('close', () => {
+    resolve(Date.now() - started);
+  }));
+  socket.write(request);
+  const closedAfterMs = await Promise.race([closed,
+    new Promise<null>((resolve) => setTimeout(() => resolve(null), waitMs))]);
+  socket.destroy();
+  return { answer, closedAfterMs };
+}
+
+/** The HTTP server closes a connection idle for 10 s, checked every 4 s: 8 to 12 s. */
+const IDLE_CLOSE_WITHIN_MS = 16_000;
+
+describe('requests the HTTP server cannot parse', () => {
+  it('answers no HTTP/1.0 request, none without a Host, and no bytes that are not HTTP, ' +
+    'and closes each connection once it is idle', async () => {
+    const requests = [
+      'GET /health HTTP/1.0\r\nHost: x\r\n\r\n',
+      'GET /health HTTP/1.1\r\n\r\n',
+      '\u0001not http at all\r\n\r\n',
+    ];
+    const outcomes = await Promise.all(requests.map((request) =>
+      untilClosed(request, IDLE_CLOSE_WITHIN_MS)));
+    for (const outcome of outcomes) {
+      expect(outcome.answer).toBe('');
+      expect(outcome.closedAfterMs).not.toBeNull();
+    }
+    // The same request in HTTP/1.1 with a Host is answered, and the node served on.
+    const health = await untilClosed('GET /health HTTP/1.1\r\nHost: x\r\nConnection: close' +
+      '\r\n\r\n', ANSWER_WAIT_MS);
+    expect(health.answer).toMatch(/^HTTP\/1\.1 200 /);
+  }, IDLE_CLOSE_WITHIN_MS + 10_000);
 });
