@@ -12,7 +12,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import HyperExpress from 'hyper-express';
 import type { Request, Response } from 'hyper-express';
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import uWS from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import type { AnswerHeader } from '../machine/codec.js';
 import type { NodeConfig } from '../node/config.js';
 import type {
@@ -71,6 +72,13 @@ export interface HttpServerHandle {
   close(): Promise<void>;
   /** Seconds the loop spent polling for a next call once idle (`HIVEKV_IDLE_POLL_US`). */
   idlePollSeconds(): number;
+  /**
+   * Closes the listening socket and keeps every open connection (accept-gate.ts): new
+   * clients are refused until `listenAgain`.
+   */
+  closeListener(): void;
+  /** Listens again on the same host and port; false if it could not (the port was taken). */
+  listenAgain(): Promise<boolean>;
 }
 
 /** A client's `x-request-id` is echoed only if it is this short and plain (log safety). */
@@ -202,19 +210,62 @@ export async function startHttpServer(deps: HttpDeps, host: string,
     }
   }
   await server.listen(port, host);
+  const listener = new Listener(server, host, server.port);
   return {
-    port: server.port,
+    port: listener.port,
+    closeListener: () => listener.close(),
+    listenAgain: () => listener.listenAgain(),
     stopAccepting: () => {
       app.stopping = true;
     },
     drain: (timeoutMs) => app.drain(timeoutMs),
     close: async () => {
-      server.close();
+      listener.close();
       // Also ends open keep-alive connections, which closing the listen socket leaves open.
-      (server.uws_instance as unknown as { close(): void }).close();
+      listener.closeConnections();
     },
     idlePollSeconds: () => app.idlePoll.polledMs / 1000,
   };
+}
+
+/**
+ * The listening socket: hyper-express's, until it is closed (`server.close()`), and then one
+ * the node opens again itself (accept-gate.ts).
+ */
+class Listener {
+  private readonly uwsApp: {
+    listen(host: string, port: number, done: (token: us_listen_socket | false) => void): void;
+    close(): void;
+  };
+  private own: us_listen_socket | null = null;
+
+  constructor(private readonly server: HyperExpress.Server, private readonly host: string,
+    readonly port: number) {
+    this.uwsApp = server.uws_instance as unknown as Listener['uwsApp'];
+  }
+
+  close(): void {
+    this.server.close();
+    if (this.own !== null) uWS.us_listen_socket_close(this.own);
+    this.own = null;
+  }
+
+  listenAgain(): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      if (this.own !== null) {
+        resolve(true);
+        return;
+      }
+      this.uwsApp.listen(this.host, this.port, (token) => {
+        if (token !== false && token !== null && token !== undefined) this.own = token;
+        resolve(this.own !== null);
+      });
+    });
+  }
+
+  closeConnections(): void {
+    this.uwsApp.close();
+  }
 }
 
 /** Request handling; one instance per server, no closure per request. */

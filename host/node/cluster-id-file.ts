@@ -10,6 +10,7 @@ import { open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ID_PATTERN } from '../transport/handshake.js';
 import { fsyncDirectory } from '../storage/wal.js';
+import { openWith } from '../storage/descriptors.js';
 
 export const CLUSTER_ID_FILE = 'CLUSTER_ID';
 
@@ -22,7 +23,7 @@ export interface SettledClusterId {
 async function readClusterIdFile(path: string): Promise<string | null> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await openWith(() => readFile(path, 'utf8'));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
@@ -38,7 +39,8 @@ async function readClusterIdFile(path: string): Promise<string | null> {
 /** Writes the file durably: temp file, fsync, rename, directory fsync. */
 async function writeClusterIdFile(dir: string, id: string): Promise<void> {
   const temp = join(dir, `${CLUSTER_ID_FILE}.tmp`);
-  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);
+  const handle = await openWith(() =>
+    open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC));
   try {
     await handle.writeFile(`${id}\n`);
     await handle.sync();

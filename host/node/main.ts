@@ -9,12 +9,16 @@ import { createServer } from 'node:net';
 import { hostname } from 'node:os';
 import { createSecureContext } from 'node:tls';
 import { join, resolve } from 'node:path';
+import {
+  AcceptGate, freeDescriptorsAtLeast, lowestFreeDescriptor, openFilesLimit, type AcceptMove,
+} from '../http/accept-gate.js';
 import { JwtAuthenticator } from '../http/auth.js';
 import { TokenBucketRateLimiter } from '../http/rate-limit.js';
 import { startHttpServer, type HttpServerHandle } from '../http/server.js';
 import { HeaderTenantResolver } from '../http/tenancy.js';
 import { StateMachine } from '../machine/state-machine.js';
 import { idempotencyGauges } from '../machine/idempotency.js';
+import { descriptors } from '../storage/descriptors.js';
 import { FileStorage } from '../storage/file-storage.js';
 import { NoPeersTransport } from '../transport/no-peers.js';
 import { assertFrameBound } from '../transport/peer-limits.js';
@@ -42,6 +46,13 @@ const ELECTION_TICKS = 10;
 const SHUTDOWN_TRANSFER_MS = 2000;
 const SHUTDOWN_DRAIN_MS = 5000;
 const METRICS_REFRESH_MS = 5000;
+/**
+ * How often the accept gate reads the lowest free descriptor. The server accepts thousands of
+ * connections a second, so it must be often; a reading is one open and one close.
+ */
+const DESCRIPTOR_CHECK_MS = 100;
+/** While paused, a reading opens up to twice the headroom (accept-gate.ts): every 500 ms. */
+const PAUSED_CHECK_EVERY_TICKS = 5;
 const TENANTS_IN_METRICS_MAX = 100;
 
 function buildTransport(config: NodeConfig, clusterId: string, tls: PeerTlsMaterial | null,
@@ -191,6 +202,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   const url = advertisedUrl(config, http.port, hostname());
   cluster.start(url);
   watchNode(metrics, logger, replica, machine, http);
+  watchDescriptors(http, metrics, logger);
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
     peers: config.peers.length, join: config.join, url, console: `${url}/console`, clusterId:
     clusterId.id, tls: config.tls !== null, startup: startup.end('serving') }, 'serving');
@@ -217,6 +229,66 @@ function watchNode(metrics: NodeMetrics, logger: Logger, replica: Replica,
     machineMemoryBytes: machine.memoryBytes(), ...idempotencyGauges(machine) }));
   metrics.readIdlePollFrom(() => http.idlePollSeconds());
   watchLoopStalls(metrics, logger);
+}
+
+/**
+ * Holds the reserve of descriptors for the node's own files, and closes the HTTP listening
+ * socket while descriptors run short (host/http/accept-gate.ts), opening it again once they
+ * are free.
+ */
+function watchDescriptors(http: HttpServerHandle, metrics: NodeMetrics, logger: Logger): void {
+  descriptors.fill();
+  const limit = openFilesLimit();
+  if (limit === null) {
+    logger.warn({}, 'the limit on open files cannot be read (/proc/self/limits): the node ' +
+      'will not stop accepting connections before its file descriptors run out');
+    return;
+  }
+  const gate = new AcceptGate(limit);
+  let pauses = 0;
+  let resumeFailureLogged = false;
+  const move = (next: AcceptMove, lowestFree: number | null, cause: string): void => {
+    if (next === 'pause') {
+      http.closeListener();
+      pauses++;
+      logger.warn({ lowestFreeDescriptor: lowestFree, limit, pauseAt: gate.pauseAt,
+        resumeFree: gate.resumeFree, cause }, 'not accepting connections: file ' +
+        'descriptors run short (open connections are served; new ones are refused)');
+    } else if (next === 'resume') {
+      void http.listenAgain().then((listening) => {
+        if (listening) {
+          resumeFailureLogged = false;
+          logger.info({ limit, freeDescriptors: `${gate.resumeFree} or more` },
+            'accepting connections again');
+          return;
+        }
+        gate.resumeFailed();
+        if (!resumeFailureLogged) {
+          resumeFailureLogged = true;
+          logger.error({ port: http.port }, 'cannot listen again on the HTTP port: trying ' +
+            'again while descriptors are free');
+        }
+      });
+    }
+  };
+  descriptors.onExhausted(() => {
+    move(gate.exhausted(), null, 'an open of the node\'s own found no free descriptor');
+  });
+  let ticks = 0;
+  const timer = setInterval(() => {
+    ticks++;
+    const reserveFull = descriptors.fill();
+    if (gate.isAccepting) {
+      const lowestFree = lowestFreeDescriptor();
+      move(gate.checkAccepting(lowestFree, reserveFull), lowestFree,
+        lowestFree === null ? 'no descriptor was free' : 'few descriptors were free');
+    } else if (ticks % PAUSED_CHECK_EVERY_TICKS === 0) {
+      move(gate.checkPaused(freeDescriptorsAtLeast(gate.resumeFree), reserveFull), null, '');
+    }
+  }, DESCRIPTOR_CHECK_MS);
+  timer.unref();
+  metrics.readAcceptingFrom(() => ({ accepting: gate.isAccepting, pauses,
+    shortages: descriptors.shortages }));
 }
 
 /** A line in the log, and a count in `/metrics`, when the event loop is held (loop-stalls.ts). */

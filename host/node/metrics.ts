@@ -125,6 +125,7 @@ export class NodeMetrics implements RequestMetrics {
   /** Seconds the loop has polled while idle, read at every scrape. */
   private idlePollSource: (() => number) | null = null;
   private loopStallsSource: (() => number) | null = null;
+  private acceptingSource: (() => AcceptingGauges) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
   private readonly tenantBytes: Gauge<'tenant'>;
   private readonly snapshots: Counter<'event'>;
@@ -152,10 +153,9 @@ export class NodeMetrics implements RequestMetrics {
     this.checkpoints.inc({ verdict: 'unverifiable' }, 0);
     this.raft = raftGauges(registers);
     memoryGauges(registers, () => this.memorySource?.() ?? null);
-    idlePollCounter(registers, () => this.idlePollSource?.() ?? 0);
-    totalCounter(registers, 'hivekv_event_loop_stalls_total', 'Times the event loop was held ' +
-      '100 ms or more (a timer that fired that late); each window of them is also a ' +
-      '"event loop stalled" line in the log.', () => this.loopStallsSource?.() ?? 0);
+    loopSeries(registers, () => this.idlePollSource?.() ?? 0,
+      () => this.loopStallsSource?.() ?? 0);
+    acceptingSeries(registers, () => this.acceptingSource?.() ?? null);
     this.tenantKeys = new Gauge({
       name: 'hivekv_tenant_live_keys',
       help: 'Live keys per tenant.',
@@ -294,6 +294,11 @@ export class NodeMetrics implements RequestMetrics {
     this.loopStallsSource = source;
   }
 
+  /** Where the accept gate's figures are read from at each scrape (http/accept-gate.ts). */
+  readAcceptingFrom(source: () => AcceptingGauges): void {
+    this.acceptingSource = source;
+  }
+
   /** Replaces every tenant usage series with `list` (the largest TENANT_USAGE_SERIES_MAX). */
   setTenantUsage(list: readonly TenantUsageSample[]): void {
     const kept =
@@ -364,6 +369,38 @@ function idlePollCounter(registers: Registry[], read: () => number): void {
 }
 
 /** A counter that follows a total kept elsewhere, `read` at each scrape. */
+/** The event loop's idle polling and its stalls. */
+function loopSeries(registers: Registry[], idlePoll: () => number, stalls: () => number): void {
+  idlePollCounter(registers, idlePoll);
+  totalCounter(registers, 'hivekv_event_loop_stalls_total', 'Times the event loop was held ' +
+    '100 ms or more (a timer that fired that late); each window of them is also a ' +
+    '"event loop stalled" line in the log.', stalls);
+}
+
+/** Whether the HTTP server accepts connections, and how often descriptors ran short. */
+export interface AcceptingGauges {
+  readonly accepting: boolean;
+  /** Times the listening socket was closed because descriptors ran short. */
+  readonly pauses: number;
+  /** Opens of the node's own files that found no descriptor and were tried again. */
+  readonly shortages: number;
+}
+
+function acceptingSeries(registers: Registry[], read: () => AcceptingGauges | null): void {
+  new Gauge({ name: 'hivekv_http_accepting', help: '1 while the HTTP server accepts ' +
+    'connections; 0 while it has closed its listening socket because the process\'s file ' +
+    'descriptors run short (new clients are refused, open connections served).', registers,
+  collect() {
+    const figures = read();
+    this.set(figures === null || figures.accepting ? 1 : 0);
+  } });
+  totalCounter(registers, 'hivekv_http_accept_pauses_total', 'Times the HTTP server stopped ' +
+    'accepting connections because file descriptors ran short.', () => read()?.pauses ?? 0);
+  totalCounter(registers, 'hivekv_descriptor_shortages_total', 'Opens of the node\'s own ' +
+    'files (log, snapshots, hard state) that found no free descriptor and were tried again ' +
+    'with the reserve given back.', () => read()?.shortages ?? 0);
+}
+
 function totalCounter(registers: Registry[], name: string, help: string,
   read: () => number): void {
   let counted = 0;

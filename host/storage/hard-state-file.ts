@@ -16,6 +16,7 @@ import type { HardState } from '../core/raft/types.js';
 import { assertSafeU64, readU64, writeU64 } from './record.js';
 import { StorageCorruptionError } from './storage.js';
 import { datasyncTimed, fsyncDirectory, writeFully, type FsyncObserver } from './wal.js';
+import { openWith } from './descriptors.js';
 
 export const HARD_STATE_FILE = 'hardstate';
 export const HARD_STATE_TEMP_FILE = 'hardstate.tmp';
@@ -92,7 +93,7 @@ export async function readHardStateFile(dir: string): Promise<HardState | null> 
   const path = join(dir, HARD_STATE_FILE);
   let bytes: Buffer;
   try {
-    bytes = await readFile(path);
+    bytes = await openWith(() => readFile(path));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
@@ -108,7 +109,7 @@ export async function writeHardStateFile(
 ): Promise<void> {
   const bytes = encodeHardState(hardState);
   const temp = join(dir, HARD_STATE_TEMP_FILE);
-  const handle = await open(temp, 'w');
+  const handle = await openWith(() => open(temp, 'w'));
   try {
     await writeFully(handle, bytes, 0);
     await datasyncTimed(handle, observe);

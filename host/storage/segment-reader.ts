@@ -17,6 +17,7 @@ import { Worker } from 'node:worker_threads';
 import {
   entriesAt, scanSegmentBytes, type SegmentScan, type SegmentVerdict,
 } from './segment-scan.js';
+import { openWith } from './descriptors.js';
 
 /** A segment's bytes and what its scan found. */
 export interface ReadSegment {
@@ -187,7 +188,7 @@ class WorkerSegments implements SegmentSource {
  * segment, where readFile would read it in small chunks with a turn of this thread for each.
  */
 export async function readWholeFile(path: string): Promise<Buffer> {
-  const handle = await open(path, 'r');
+  const handle = await openWith(() => open(path, 'r'));
   try {
     const { size } = await handle.stat();
     const bytes = Buffer.allocUnsafe(size);

@@ -22,6 +22,7 @@ import type { Configuration, PeerEntry, SnapshotMeta } from '../core/raft/types.
 import { assertSafeU64, readU64, writeU64 } from './record.js';
 import { StorageCorruptionError } from './storage.js';
 import { datasyncTimed, fsyncDirectory, writeFully, type FsyncObserver } from './wal.js';
+import { openWith } from './descriptors.js';
 
 /** 'HKVS' read as a little-endian u32. */
 export const SNAPSHOT_MAGIC = 0x5356_4b48;
@@ -196,7 +197,7 @@ export class SnapshotFileWriter {
         if (error.code === 'ENOENT') return false;
         throw error;
       });
-    const handle = await open(tempPath, reused ? 'r+' : 'w');
+    const handle = await openWith(() => open(tempPath, reused ? 'r+' : 'w'));
     try {
       await writeFully(handle, prefix, 0);
     } catch (error) {
@@ -285,7 +286,7 @@ export class SnapshotFileReader {
   /** Opens and checks the header; throws SnapshotFileError when it does not verify. */
   static async open(snapDir: string, index: number): Promise<SnapshotFileReader> {
     const path = join(snapDir, snapshotFileName(index));
-    const handle = await open(path, 'r');
+    const handle = await openWith(() => open(path, 'r'));
     try {
       const size = (await handle.stat()).size;
       if (size < SNAPSHOT_HEADER_BYTES + CRC_BYTES) badFile(path, 0, 'file is short');
@@ -421,7 +422,7 @@ export async function writeSnapshotFile(snapDir: string, meta: SnapshotMeta, dat
  */
 export async function listSnapshotIndexes(snapDir: string, removeTemps = true):
   Promise<number[]> {
-  const names = await readdir(snapDir);
+  const names = await openWith(() => readdir(snapDir));
   for (const name of names) {
     if (removeTemps && name.endsWith('.tmp')) await unlink(join(snapDir, name));
   }
@@ -474,7 +475,7 @@ export async function checkSnapshotFile(snapDir: string, index: number): Promise
  */
 export async function pruneSnapshots(snapDir: string, observe?: FsyncObserver,
   recycle?: (index: number) => boolean): Promise<string | null> {
-  const names = await readdir(snapDir);
+  const names = await openWith(() => readdir(snapDir));
   const indexes = names
     .map((name) => SNAPSHOT_NAME.exec(name)?.[1])
     .filter((digits): digits is string => digits !== undefined)

@@ -18,6 +18,7 @@
  */
 import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { openWith } from './descriptors.js';
 
 /** Spare files are named `spare-<n>.prealloc`; recovery removes any left by a crash. */
 const SPARE_NAME = /^spare-\d+\.prealloc$/;
@@ -69,7 +70,7 @@ export class SegmentPreallocator {
 
   /** Removes spares a crashed process left behind (they never hold log records). */
   async removeLeftovers(): Promise<void> {
-    for (const name of await readdir(this.walDir)) {
+    for (const name of await openWith(() => readdir(this.walDir))) {
       if (SPARE_NAME.test(name)) await unlink(join(this.walDir, name));
     }
   }
@@ -134,7 +135,7 @@ export class SegmentPreallocator {
 
   /** Zeros `path` to the segment size, a new file or (`reused`) an old segment's, in steps. */
   private async fill(path: string, reused: boolean): Promise<SpareSegment> {
-    const handle = await open(path, reused ? 'r+' : 'wx+');
+    const handle = await openWith(() => open(path, reused ? 'r+' : 'wx+'));
     try {
       // An old segment created on demand may be shorter or longer than a spare.
       if (reused) await handle.truncate(this.segmentBytes);

@@ -38,6 +38,7 @@ import {
 import { readSegments } from './segment-reader.js';
 import type { SegmentScan } from './segment-scan.js';
 import { SegmentPreallocator, type SpareSegment } from './wal-prealloc.js';
+import { openWith } from './descriptors.js';
 
 /** Default roll size of a segment (64 MiB). */
 export const SEGMENT_BYTES_DEFAULT = 64 * 1024 * 1024;
@@ -90,7 +91,7 @@ export function datasyncTimed(handle: FileHandle, observe?: FsyncObserver): Prom
 
 /** Makes a directory's entries (creates, renames, unlinks) durable. */
 export async function fsyncDirectory(path: string, observe?: FsyncObserver): Promise<void> {
-  const handle = await open(path, 'r');
+  const handle = await openWith(() => open(path, 'r'));
   try {
     const startMs = performance.now();
     await handle.sync();
@@ -449,7 +450,7 @@ export class Wal {
       return segment.handle;
     }
     if (spare !== null) await discardSpare(spare);
-    segment.handle = await open(segment.path, create ? 'wx+' : 'r+');
+    segment.handle = await openWith(() => open(segment.path, create ? 'wx+' : 'r+'));
     return segment.handle;
   }
 
@@ -471,7 +472,7 @@ export class Wal {
       }
     } else {
       header = Buffer.alloc(RECORD_HEADER_BYTES);
-      const handle = segment.handle ?? await open(segment.path, 'r');
+      const handle = segment.handle ?? await openWith(() => open(segment.path, 'r'));
       try {
         await handle.read(header, 0, RECORD_HEADER_BYTES, offset);
       } finally {
@@ -594,7 +595,7 @@ export class Wal {
 
   /** The first index of every segment file on disk, ascending. Reads the directory only. */
   async segmentFirstIndexes(): Promise<number[]> {
-    return (await readdir(this.walDir))
+    return (await openWith(() => readdir(this.walDir)))
       .map((name) => SEGMENT_NAME.exec(name)?.[1])
       .filter((digits): digits is string => digits !== undefined)
       .map(Number)
@@ -650,7 +651,9 @@ export class Wal {
   /** Opens the newest segment for writing, so the first appends can write through. */
   private async openTail(): Promise<void> {
     const tail = this.segments.at(-1);
-    if (tail !== undefined && tail.handle === null) tail.handle = await open(tail.path, 'r+');
+    if (tail !== undefined && tail.handle === null) {
+      tail.handle = await openWith(() => open(tail.path, 'r+'));
+    }
   }
 
   /** A lone segment whose records are all covered by the snapshot goes too. */
@@ -673,7 +676,7 @@ async function zeroTornTail(path: string, bytes: Uint8Array, from: number,
   observe?: FsyncObserver): Promise<void> {
   let end = bytes.byteLength;
   while (end > from && bytes[end - 1] === 0) end--;
-  const handle = await open(path, 'r+');
+  const handle = await openWith(() => open(path, 'r+'));
   try {
     await writeFully(handle, new Uint8Array(end - from), from);
     await datasyncTimed(handle, observe);

@@ -43,6 +43,8 @@ export interface StartOptions {
   readonly env?: Record<string, string>;
   readonly args?: readonly string[];
   readonly port?: number;
+  /** The process's limit on open files (soft and hard), set by the shell that execs it. */
+  readonly openFilesMax?: number;
 }
 
 export function tempDir(prefix: string): string {
@@ -85,7 +87,12 @@ function waitForServing(child: ChildProcess, getOutput: () => string): Promise<n
 export async function startNode(options: StartOptions): Promise<NodeProcess> {
   const args = ['bin/hivekv.js', 'serve', '--host', '127.0.0.1',
     '--port', String(options.port ?? 0), '--data', options.dataDir, ...(options.args ?? [])];
-  const child = spawn(process.execPath, args, {
+  const max = options.openFilesMax;
+  // `exec` keeps the pid: the node is the shell's process, as the tests kill it by pid.
+  const [command, commandArgs] = max === undefined ? [process.execPath, args]
+    : ['/bin/sh', ['-c', `ulimit -n ${Math.floor(max)} && exec "$0" "$@"`, process.execPath,
+      ...args]];
+  const child = spawn(command, commandArgs, {
     cwd: ROOT,
     env: { ...process.env, HIVEKV_LOG_LEVEL: 'info', HIVEKV_CLUSTER_SECRET: TEST_CLUSTER_SECRET,
       ...options.env },
