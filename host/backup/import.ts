@@ -14,7 +14,7 @@
  *
  * The directory then holds no CLUSTER_ID: the first `hivekv serve` writes it.
  */
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { bootstrapConfiguration } from '../core/raft/configuration.js';
 import type { SnapshotMeta } from '../core/raft/types.js';
@@ -23,6 +23,7 @@ import type { QuotaSettings } from '../machine/commands.js';
 import { StateMachine } from '../machine/state-machine.js';
 import { lockDataDir } from '../node/data-lock.js';
 import { FileStorage } from '../storage/file-storage.js';
+import { makeDirectories } from '../storage/make-directories.js';
 import { fsyncDirectory } from '../storage/wal.js';
 import {
   DumpError, type DumpHeader, parseLine, readEnd, readHeader, readIdempotency, readRow,
@@ -320,7 +321,7 @@ export class DumpRestorer {
 async function writeDataDir(dir: string, machine: StateMachine, header: DumpHeader,
   nodeId: string): Promise<number> {
   const created = (await stat(dir).catch(() => null)) === null;
-  await mkdir(dir, { recursive: true });
+  makeDirectories(dir);
   if (created) await fsyncDirectory(dirname(resolve(dir)));
   const release = await lockDataDir(dir);
   try {

@@ -17,9 +17,10 @@
  * The holder answers every connection to the lock with its pid, so a refusal can name it.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { realpathSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
+import { makeDirectories } from '../storage/make-directories.js';
 
 /** How long a refused start waits for the holder to say its pid. */
 const HOLDER_QUERY_TIMEOUT_MS = 1000;
@@ -99,7 +100,7 @@ function lockServer(): Server {
  * the release function; the lock is also released, by the kernel, when the process ends.
  */
 export async function lockDataDir(dir: string, options: LockOptions = {}): Promise<() => void> {
-  mkdirSync(dir, { recursive: true });
+  makeDirectories(dir);
   const abstract = options.abstract ?? process.platform === 'linux';
   const path = lockSocketPath(dir, abstract);
   for (let attempt = 0; attempt < 2; attempt++) {

@@ -1,9 +1,11 @@
 /**
  * The data-directory lock across real processes: a node SIGKILLed and still a zombie (its
  * parent has not reaped it) does not keep a new node from starting on its directory at once,
- * and a second live node on a directory is refused with a message that names the holder.
+ * and a second live node on a directory is refused with a message that names the holder. A
+ * directory that cannot be created stops the start with its path, under /proc too, where
+ * Node's own recursive mkdir would spin forever.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/cluster.js';
@@ -88,4 +90,17 @@ describe('the data-directory lock', () => {
       new RegExp(`exited with 1[\\s\\S]*data directory \\S+ is in use by process ${first.pid}`));
     expect((await call(first.url, 'GET', '/health')).status).toBe(200);
   }, 30_000);
+});
+
+describe('a data directory that cannot be created', () => {
+  it.runIf(process.platform === 'linux')('stops the start with the path, also under /proc',
+    () => {
+      const started = spawnSync(process.execPath, ['bin/hivekv.js', 'serve', '--host',
+        '127.0.0.1', '--port', '0', '--data', '/proc/hivekv-data/n1'],
+      { cwd: ROOT, timeout: 15_000, encoding: 'utf8' });
+      expect(started.signal).toBeNull();
+      expect(started.status).toBe(1);
+      expect(started.stderr + started.stdout).toContain(
+        'cannot create directory /proc/hivekv-data/n1: at /proc/hivekv-data: ENOENT');
+    }, 20_000);
 });
