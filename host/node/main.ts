@@ -19,7 +19,7 @@ import { HeaderTenantResolver } from '../http/tenancy.js';
 import { StateMachine } from '../machine/state-machine.js';
 import { idempotencyGauges } from '../machine/idempotency.js';
 import { descriptors } from '../storage/descriptors.js';
-import { FileStorage } from '../storage/file-storage.js';
+import { FileStorage, type SpaceChange } from '../storage/file-storage.js';
 import { NoPeersTransport } from '../transport/no-peers.js';
 import { assertFrameBound } from '../transport/peer-limits.js';
 import type { PeerTlsMaterial } from '../transport/peer-server.js';
@@ -139,6 +139,36 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
   };
 }
 
+/** What of the machine the node cannot change but the operator should know (halt-polling.ts). */
+function noteMachine(logger: Logger): void {
+  const haltPolling = haltPollingNotice(readHaltPolling());
+  if (haltPolling !== null) logger.info({}, haltPolling);
+}
+
+/** Free space in /metrics; a node that starts short of it says so now, not at its first write. */
+function watchSpace(storage: FileStorage, metrics: NodeMetrics): void {
+  storage.isLowOnSpace();
+  metrics.readFreeBytesFrom(() => {
+    try {
+      return storage.freeBytes();
+    } catch {
+      // Closed, or its directory gone: the gauge is left out rather than the scrape failing.
+      return null;
+    }
+  });
+}
+
+/** The data directory's free space crossed HIVEKV_MIN_FREE_BYTES: writes stop, or go on. */
+function reportSpace(logger: Logger, change: SpaceChange): void {
+  const figures = { freeBytes: change.freeBytes, minFreeBytes: change.minFreeBytes };
+  if (change.low) {
+    logger.warn(figures, 'the data directory is low on free space: writes are refused (503 ' +
+      'storage_full) until HIVEKV_MIN_FREE_BYTES are free; reads go on');
+  } else {
+    logger.info(figures, 'the data directory has room again: writes are taken');
+  }
+}
+
 /** Each snapshot milestone goes to /metrics and to the log. */
 function reportSnapshot(metrics: NodeMetrics,
   logger: Logger): (event: SnapshotEvent) => void {
@@ -159,8 +189,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   const releaseLock = await lockDataDir(dataDir);
   const clusterId = await settleClusterId(dataDir, config.clusterId);
   if (clusterId.note !== null) logger.info({ clusterId: clusterId.id }, clusterId.note);
-  const haltPolling = haltPollingNotice(readHaltPolling());
-  if (haltPolling !== null) logger.info({}, haltPolling);
+  noteMachine(logger);
   const metrics = new NodeMetrics();
   const fatal = (error: Error): never => {
     logger.error({ err: error.message, stack: error.stack }, 'fatal: the node stops');
@@ -172,6 +201,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     minFreeBytes: config.minFreeBytes,
     onFsyncSeconds: (seconds) => metrics.observeFsync(seconds),
     onRecoverPhase: startup.mark,
+    onSpaceChange: (change) => reportSpace(logger, change),
   });
   const machine = StateMachine.create();
   startup.mark('wasm instantiated');
@@ -188,6 +218,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
     onSnapshot: reportSnapshot(metrics, logger), onStartPhase: startup.mark });
   await replica.start();
+  watchSpace(storage, metrics);
   const http = await startHttpServer({
     service: replica,
     members: replica,

@@ -126,6 +126,7 @@ export class NodeMetrics implements RequestMetrics {
   private idlePollSource: (() => number) | null = null;
   private loopStallsSource: (() => number) | null = null;
   private acceptingSource: (() => AcceptingGauges) | null = null;
+  private freeBytesSource: (() => number | null) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
   private readonly tenantBytes: Gauge<'tenant'>;
   private readonly snapshots: Counter<'event'>;
@@ -156,6 +157,7 @@ export class NodeMetrics implements RequestMetrics {
     loopSeries(registers, () => this.idlePollSource?.() ?? 0,
       () => this.loopStallsSource?.() ?? 0);
     acceptingSeries(registers, () => this.acceptingSource?.() ?? null);
+    freeBytesGauge(registers, () => this.freeBytesSource?.() ?? null);
     this.tenantKeys = new Gauge({
       name: 'hivekv_tenant_live_keys',
       help: 'Live keys per tenant.',
@@ -294,6 +296,11 @@ export class NodeMetrics implements RequestMetrics {
     this.loopStallsSource = source;
   }
 
+  /** Where the data directory's free bytes are read from at each scrape (null: unknown). */
+  readFreeBytesFrom(source: () => number | null): void {
+    this.freeBytesSource = source;
+  }
+
   /** Where the accept gate's figures are read from at each scrape (http/accept-gate.ts). */
   readAcceptingFrom(source: () => AcceptingGauges): void {
     this.acceptingSource = source;
@@ -384,6 +391,15 @@ export interface AcceptingGauges {
   readonly pauses: number;
   /** Opens of the node's own files that found no descriptor and were tried again. */
   readonly shortages: number;
+}
+
+function freeBytesGauge(registers: Registry[], read: () => number | null): void {
+  new Gauge({ name: 'hivekv_storage_free_bytes', help: 'Free bytes on the data directory\'s ' +
+    'file system, as the node reads it every 500 ms: below HIVEKV_MIN_FREE_BYTES it refuses ' +
+    'writes (503 storage_full).', registers, collect() {
+    const free = read();
+    if (free !== null) this.set(free);
+  } });
 }
 
 function acceptingSeries(registers: Registry[], read: () => AcceptingGauges | null): void {

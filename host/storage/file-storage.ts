@@ -71,6 +71,17 @@ export interface FileStorageOptions {
   readonly preallocate?: boolean;
   /** Called as `recover()` ends a phase ('snapshot verified', 'log read'): start-up timing. */
   readonly onRecoverPhase?: (phase: string) => void;
+  /** Called when the data directory falls below `minFreeBytes` free, and when it is back. */
+  readonly onSpaceChange?: (change: SpaceChange) => void;
+  /** How free bytes are read (default: statfs of the data directory); tests pass their own. */
+  readonly readFreeBytes?: (dir: string) => number;
+}
+
+/** The data directory's free space crossed `minFreeBytes`, one way or the other. */
+export interface SpaceChange {
+  readonly low: boolean;
+  readonly freeBytes: number;
+  readonly minFreeBytes: number;
 }
 
 /** The snapshot recovery starts from, and the damaged newer one it fell back from, if any. */
@@ -114,7 +125,10 @@ export class FileStorage implements Storage {
   private durableHardState: HardState = EMPTY_HARD_STATE;
   private snapshotIndex = 0;
   private lowOnSpace = false;
+  private freeBytesSeen: number | null = null;
   private spaceCheckedAtMs = Number.NEGATIVE_INFINITY;
+  private readonly onSpaceChange: ((change: SpaceChange) => void) | undefined;
+  private readonly readFreeBytes: (dir: string) => number;
   /** Open, verified snapshot files, by index, least recently used first. */
   private readonly readers = new Map<number, Promise<SnapshotFileReader>>();
 
@@ -126,6 +140,8 @@ export class FileStorage implements Storage {
     this.snapDir = join(dir, 'snap');
     this.observe = options.onFsyncSeconds;
     this.onRecoverPhase = options.onRecoverPhase;
+    this.onSpaceChange = options.onSpaceChange;
+    this.readFreeBytes = options.readFreeBytes ?? freeBytesOf;
     this.minFreeBytes = options.minFreeBytes ?? MIN_FREE_BYTES_DEFAULT;
     assertSafeU64(this.minFreeBytes, 'minFreeBytes');
     this.wal = new Wal(this.walDir, options.segmentBytesMax ?? SEGMENT_BYTES_DEFAULT, this.observe,
@@ -486,10 +502,21 @@ export class FileStorage implements Storage {
     return this.lowOnSpace;
   }
 
+  /** Free bytes on the data directory's file system, read at most every 500 ms. */
+  freeBytes(): number {
+    this.isLowOnSpace();
+    return this.freeBytesSeen ?? 0;
+  }
+
   private refreshSpace(nowMs: number): void {
-    const stats = statfsSync(this.dir);
-    this.lowOnSpace = stats.bavail * stats.bsize < this.minFreeBytes;
+    const freeBytes = this.readFreeBytes(this.dir);
+    const low = freeBytes < this.minFreeBytes;
+    // The first reading reports only a shortage: a node with room says nothing.
+    const changed = this.freeBytesSeen === null ? low : low !== this.lowOnSpace;
+    this.lowOnSpace = low;
+    this.freeBytesSeen = freeBytes;
     this.spaceCheckedAtMs = nowMs;
+    if (changed) this.onSpaceChange?.({ low, freeBytes, minFreeBytes: this.minFreeBytes });
   }
 
   /** Waits for a running durable step, then closes files. Buffered data is not written. */
@@ -542,3 +569,7 @@ export class FileStorage implements Storage {
   }
 }
 
+function freeBytesOf(dir: string): number {
+  const stats = statfsSync(dir);
+  return stats.bavail * stats.bsize;
+}

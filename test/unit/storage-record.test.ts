@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 
 import type { Entry } from '../../host/core/raft/types.js';
-import { FileStorage } from '../../host/storage/file-storage.js';
+import {
+  FileStorage, SPACE_CHECK_INTERVAL_MS, type SpaceChange,
+} from '../../host/storage/file-storage.js';
 import {
   anyValidRecordFrom,
   decodeRecordAt,
@@ -145,3 +147,41 @@ it('isLowOnSpace compares free bytes on the data directory with minFreeBytes', a
   expect(starved.isLowOnSpace()).toBe(true);
   await starved.close();
 });
+
+const MIB = 1024 * 1024;
+
+it('reports a shortage of space when it begins and when it ends, and nothing with room',
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hivekv-space-'));
+    dirs.push(dir);
+    let free = 100 * MIB;
+    const changes: SpaceChange[] = [];
+    const storage = new FileStorage(dir, { minFreeBytes: 64 * MIB, preallocate: false,
+      readFreeBytes: () => free, onSpaceChange: (change) => changes.push(change) });
+    await storage.recover();
+    expect(storage.isLowOnSpace()).toBe(false);
+    expect(storage.freeBytes()).toBe(100 * MIB);
+    expect(changes).toEqual([]);
+    free = 10 * MIB;
+    // Read again only after SPACE_CHECK_INTERVAL_MS.
+    expect(storage.isLowOnSpace()).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, SPACE_CHECK_INTERVAL_MS + 20));
+    expect(storage.isLowOnSpace()).toBe(true);
+    expect(storage.isLowOnSpace()).toBe(true);
+    free = 70 * MIB;
+    await new Promise((resolve) => setTimeout(resolve, SPACE_CHECK_INTERVAL_MS + 20));
+    expect(storage.isLowOnSpace()).toBe(false);
+    expect(changes).toEqual([
+      { low: true, freeBytes: 10 * MIB, minFreeBytes: 64 * MIB },
+      { low: false, freeBytes: 70 * MIB, minFreeBytes: 64 * MIB },
+    ]);
+    await storage.close();
+    // A storage that starts short reports it at its first reading.
+    const starved: SpaceChange[] = [];
+    const short = new FileStorage(dir, { minFreeBytes: 64 * MIB, preallocate: false,
+      readFreeBytes: () => MIB, onSpaceChange: (change) => starved.push(change) });
+    await short.recover();
+    expect(short.isLowOnSpace()).toBe(true);
+    expect(starved).toEqual([{ low: true, freeBytes: MIB, minFreeBytes: 64 * MIB }]);
+    await short.close();
+  });
