@@ -23,7 +23,7 @@ const SOURCES = [
   'host/storage/wal.ts', 'host/storage/wal-prealloc.ts', 'host/storage/segment-scan.ts',
   'host/storage/segment-reader.ts', 'host/storage/segment-reader-worker.ts',
   'host/storage/hard-state-file.ts', 'host/storage/snapshot-files.ts',
-  'host/storage/file-storage.ts',
+  'host/storage/file-storage.ts', 'host/storage/descriptors.ts',
 ];
 const KILLS = 10;
 const SEGMENT_BYTES = 8192;
