@@ -4,7 +4,9 @@
 //   console/;
 // - the pure parts (host/core/**, assembly/**) import no I/O and read no clock or randomness;
 // - the client (host/client/**) runs in browsers: it imports only its own files and uses no
-//   Node global.
+//   Node global;
+// - outside assembly/, no `<<` by 31 or more: JavaScript shifts 32-bit integers, so
+//   `1 << 40` is 256 (a settings bound once was).
 // Exits 1 and lists every finding. A custom script instead of ESLint: these are the only
 // rules we enforce, and the parser we already install checks them in well under a second.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -89,6 +91,13 @@ function checkFile(path, findings) {
     if (pure && ts.isIdentifier(node) && FORBIDDEN_GLOBALS.has(node.text) &&
       !isMemberOrDeclarationName(node)) {
       findings.push(`${file}:${lineOf(node.getStart())}: pure code uses ${node.text}`);
+    }
+    if (!file.startsWith('assembly/') && ts.isBinaryExpression(node) &&
+      node.operatorToken.kind === ts.SyntaxKind.LessThanLessThanToken &&
+      ts.isNumericLiteral(node.right) && Number(node.right.text) >= 31 &&
+      !ts.isBigIntLiteral(node.left)) {
+      findings.push(`${file}:${lineOf(node.getStart())}: ${node.getText()} shifts a 32-bit ` +
+        `integer; write 2 ** ${node.right.text}`);
     }
     if (pure && ts.isPropertyAccessExpression(node) && node.getText() === 'Math.random') {
       findings.push(`${file}:${lineOf(node.getStart())}: pure code uses Math.random`);

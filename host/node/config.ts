@@ -389,7 +389,7 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
     snapshotLogPercent: intSetting(env, 'HIVEKV_SNAPSHOT_LOG_PERCENT',
       SNAPSHOT_LOG_PERCENT_DEFAULT, 0, 1000),
     digestEvery: intSetting(env, 'HIVEKV_DIGEST_EVERY', DIGEST_EVERY_DEFAULT, 0, 1_000_000_000),
-    minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 1 << 40),
+    minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40),
     maxStateBytes: intSetting(env, 'HIVEKV_MAX_STATE_BYTES', MAX_STATE_BYTES_DEFAULT,
       MAX_STATE_BYTES_MIN, MAX_STATE_BYTES_LIMIT),
     requestTimeoutMs: intSetting(env, 'HIVEKV_REQUEST_TIMEOUT_MS', 5000, 100, 600_000),
