@@ -5,6 +5,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type Flags } from '../node/config.js';
+import { readMemoryLimit } from '../node/memory-limit.js';
 import { docsPath } from './connection.js';
 
 const SERVE_HELP_AFTER = `
@@ -73,7 +74,7 @@ export function registerServe(program: Command): void {
   program.addCommand(serveCommand().action(async (_options: unknown, command: Command) => {
     let config;
     try {
-      config = loadConfig(serveFlags(command), process.env);
+      config = loadConfig(serveFlags(command), process.env, readMemoryLimit());
     } catch (error) {
       if (error instanceof ConfigError) {
         console.error(`hivekv serve: ${error.message}`);

@@ -31,7 +31,8 @@
  * 10M keys of 100-byte values (2.1 GiB of state) fit under it.
  */
 
-const GiB = 1024 * 1024 * 1024;
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
 
 /** wasm32's memory ceiling. */
 export const MACHINE_MEMORY_CEILING_BYTES = 4 * GiB;
@@ -41,6 +42,25 @@ export const MAX_STATE_BYTES_DEFAULT = 2.5 * GiB;
 export const MAX_STATE_BYTES_LIMIT = 3 * GiB;
 /** The lowest budget accepted (1 MiB): an empty state with a few tenants. */
 export const MAX_STATE_BYTES_MIN = 1024 * 1024;
+
+/**
+ * The share of the process's memory (host/node/memory-limit.ts) a default budget may take.
+ * At the budget a node's RSS measured 1.2 to 1.9 times its state (`npm run bench:fill`: 3.1
+ * to 4.7 GiB for 2.5 GiB), and a restart restores the whole state: 40% keeps that under
+ * about three quarters of the limit.
+ */
+export const MEMORY_SHARE_FOR_STATE = 0.4;
+
+/**
+ * The default budget where the process may use `memoryBytes`: MAX_STATE_BYTES_DEFAULT, or
+ * MEMORY_SHARE_FOR_STATE of the memory when that is less (in whole MiB, at least
+ * MAX_STATE_BYTES_MIN). Null memory (unknown): the default.
+ */
+export function stateBudgetFor(memoryBytes: number | null): number {
+  if (memoryBytes === null) return MAX_STATE_BYTES_DEFAULT;
+  const share = Math.floor(memoryBytes * MEMORY_SHARE_FOR_STATE / MiB) * MiB;
+  return Math.max(MAX_STATE_BYTES_MIN, Math.min(MAX_STATE_BYTES_DEFAULT, share));
+}
 
 /** What the budget check reads from the machine (StateMachine.memoryUse). */
 export interface StateBytes {

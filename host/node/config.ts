@@ -1,5 +1,5 @@
 import {
-  MAX_STATE_BYTES_DEFAULT, MAX_STATE_BYTES_LIMIT, MAX_STATE_BYTES_MIN,
+  MAX_STATE_BYTES_DEFAULT, MAX_STATE_BYTES_LIMIT, MAX_STATE_BYTES_MIN, stateBudgetFor,
 } from '../machine/memory-budget.js';
 
 /**
@@ -9,6 +9,7 @@ import {
  */
 import { IDEMPOTENCY_TTL_SECONDS_MAX, VALUE_BYTES_MAX } from '../machine/abi.js';
 import type { RequestLimits } from '../machine/request.js';
+import type { MemoryLimit } from './memory-limit.js';
 import { isStatusUrl } from './status-frame.js';
 import { DIGEST_EVERY_DEFAULT } from './checkpoints.js';
 import { SNAPSHOT_BYTES_PER_SEC_DEFAULT, SNAPSHOT_LOG_PERCENT_DEFAULT } from './snapshotter.js';
@@ -88,9 +89,12 @@ export interface NodeConfig {
   readonly minFreeBytes: number;
   /**
    * HIVEKV_MAX_STATE_BYTES: the state's memory budget (host/machine/memory-budget.ts); past
-   * it, writes that would grow the state are refused. 1 MiB to 3 GiB, default 2.5 GiB.
+   * it, writes that would grow the state are refused. 1 MiB to 3 GiB; by default 2.5 GiB, or
+   * 40% of the memory the process may use when that is less (`stateBudgetFor`).
    */
   readonly maxStateBytes: number;
+  /** Where `maxStateBytes` came from, for the log at start. */
+  readonly maxStateBytesFrom: StateBudgetSource;
   /** HIVEKV_REQUEST_TIMEOUT_MS: a call not answered by then is a 503 (outcome unknown). */
   readonly requestTimeoutMs: number;
   /**
@@ -340,8 +344,29 @@ function tlsFiles(env: Env): TlsFiles | null {
   return { certFile, keyFile, caFile: caFile === '' ? null : caFile };
 }
 
-/** Builds the whole configuration, or throws `ConfigError`. */
-export function loadConfig(flags: Flags, env: Env): NodeConfig {
+function stateBudget(env: Env, memory: MemoryLimit | null):
+  { maxStateBytes: number; maxStateBytesFrom: StateBudgetSource } {
+  const fallback = stateBudgetFor(memory?.bytes ?? null);
+  const maxStateBytes = intSetting(env, 'HIVEKV_MAX_STATE_BYTES', fallback, MAX_STATE_BYTES_MIN,
+    MAX_STATE_BYTES_LIMIT);
+  const set = (env['HIVEKV_MAX_STATE_BYTES'] ?? '').trim() !== '';
+  const kind = set ? 'setting' : fallback < MAX_STATE_BYTES_DEFAULT ? 'memory' : 'ceiling';
+  return { maxStateBytes, maxStateBytesFrom: { kind, memory } };
+}
+
+/** How the memory budget was chosen: set, the wasm32 ceiling's default, or the memory's. */
+export interface StateBudgetSource {
+  readonly kind: 'setting' | 'ceiling' | 'memory';
+  /** What the process may use, where known. */
+  readonly memory: MemoryLimit | null;
+}
+
+/**
+ * Builds the whole configuration, or throws `ConfigError`. `memory`: what the process may
+ * use (memory-limit.ts), which bounds the default memory budget; null where unknown.
+ */
+export function loadConfig(flags: Flags, env: Env, memory: MemoryLimit | null = null):
+  NodeConfig {
   const port = flags['port'] === undefined ? 6632 : Number(flags['port']);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigError(`--port ${flags['port']}: expected 0 to 65535`);
@@ -390,8 +415,7 @@ export function loadConfig(flags: Flags, env: Env): NodeConfig {
       SNAPSHOT_LOG_PERCENT_DEFAULT, 0, 1000),
     digestEvery: intSetting(env, 'HIVEKV_DIGEST_EVERY', DIGEST_EVERY_DEFAULT, 0, 1_000_000_000),
     minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40),
-    maxStateBytes: intSetting(env, 'HIVEKV_MAX_STATE_BYTES', MAX_STATE_BYTES_DEFAULT,
-      MAX_STATE_BYTES_MIN, MAX_STATE_BYTES_LIMIT),
+    ...stateBudget(env, memory),
     requestTimeoutMs: intSetting(env, 'HIVEKV_REQUEST_TIMEOUT_MS', 5000, 100, 600_000),
     idempotencyTtlSeconds: intSetting(env, 'HIVEKV_IDEMPOTENCY_TTL_SECONDS', 86_400, 1,
       IDEMPOTENCY_TTL_SECONDS_MAX),

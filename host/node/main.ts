@@ -31,6 +31,7 @@ import { advertisedUrl, type NodeConfig, type TlsFiles } from './config.js';
 import { lockDataDir } from './data-lock.js';
 import { haltPollingNotice, readHaltPolling } from './halt-polling.js';
 import { createLogger, type Logger } from './log.js';
+import { stateBudgetFor } from '../machine/memory-budget.js';
 import { LOOP_CHECK_MS, LoopStallWatch } from './loop-stalls.js';
 import { NodeMetrics } from './metrics.js';
 import { operatorDeps } from './operator-views.js';
@@ -139,10 +140,25 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
   };
 }
 
-/** What of the machine the node cannot change but the operator should know (halt-polling.ts). */
-function noteMachine(logger: Logger): void {
+/**
+ * What of the machine the operator should know: its halting of idle vCPUs (halt-polling.ts),
+ * and a memory budget sized to, or set past, the memory the process may use.
+ */
+function noteMachine(logger: Logger, config: NodeConfig): void {
   const haltPolling = haltPollingNotice(readHaltPolling());
   if (haltPolling !== null) logger.info({}, haltPolling);
+  const { kind, memory } = config.maxStateBytesFrom;
+  if (memory === null) return;
+  const figures = { maxStateBytes: config.maxStateBytes, memoryBytes: memory.bytes,
+    memoryFrom: memory.source };
+  if (kind === 'memory') {
+    logger.info(figures, 'memory budget: 40% of the memory this process may use, less than ' +
+      'the default 2.5 GiB (HIVEKV_MAX_STATE_BYTES sets it)');
+  } else if (kind === 'setting' && config.maxStateBytes > stateBudgetFor(memory.bytes)) {
+    logger.warn(figures, 'HIVEKV_MAX_STATE_BYTES is over 40% of the memory this process may ' +
+      'use: at 1.2 to 1.9 times the state in memory, the process may be killed for memory ' +
+      'before the budget refuses a write');
+  }
 }
 
 /** Free space in /metrics; a node that starts short of it says so now, not at its first write. */
@@ -189,7 +205,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   const releaseLock = await lockDataDir(dataDir);
   const clusterId = await settleClusterId(dataDir, config.clusterId);
   if (clusterId.note !== null) logger.info({ clusterId: clusterId.id }, clusterId.note);
-  noteMachine(logger);
+  noteMachine(logger, config);
   const metrics = new NodeMetrics();
   const fatal = (error: Error): never => {
     logger.error({ err: error.message, stack: error.stack }, 'fatal: the node stops');
