@@ -101,17 +101,25 @@ function readTlsMaterial(files: TlsFiles | null): PeerTlsMaterial | null {
  * share it with the first and the kernel would split clients between two stores. A plain
  * bind first turns that into a clear start-up error.
  */
-async function assertPortFree(host: string, port: number): Promise<void> {
+async function assertPortFree(host: string, port: number, flag = '--port'): Promise<void> {
   if (port === 0) return;
   await new Promise<void>((resolvePort, reject) => {
     const probe = createServer();
     probe.once('error', (error: NodeJS.ErrnoException) => {
       reject(new Error(error.code === 'EADDRINUSE'
-        ? `${host}:${port} is already in use; stop the process on it or choose another --port`
+        ? `${host}:${port} is already in use; stop the process on it or choose another ${flag}`
         : `cannot listen on ${host}:${port}: ${error.message}`));
     });
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolvePort()));
   });
+}
+
+/** The HTTP port and the peer port are free, before anything of the data directory is touched. */
+async function assertPortsFree(config: NodeConfig): Promise<void> {
+  await assertPortFree(config.host, config.port);
+  if (config.peerListen !== null) {
+    await assertPortFree(config.peerListen.host, config.peerListen.port, '--peer-listen');
+  }
 }
 
 /** The driver's settings: a joining node starts with no voters (it learns them). */
@@ -200,7 +208,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   const startup = new StartupTimeline('process started');
   const logger = createLogger(config.logLevel);
   const dataDir = resolve(config.dataDir);
-  await assertPortFree(config.host, config.port);
+  await assertPortsFree(config);
   const tls = readTlsMaterial(config.tls);
   const releaseLock = await lockDataDir(dataDir);
   const clusterId = await settleClusterId(dataDir, config.clusterId);

@@ -7,11 +7,13 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/cluster.js';
 import { call, removeDir, startNode, tempDir, type NodeProcess } from '../helpers/node-process.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
+const TEST_SECRET = 'port-test-secret-0123456789abcdef';
 const started: NodeProcess[] = [];
 const dirs: string[] = [];
 const parents: number[] = [];
@@ -103,4 +105,30 @@ describe('a data directory that cannot be created', () => {
       expect(started.stderr + started.stdout).toContain(
         'cannot create directory /proc/hivekv-data/n1: at /proc/hivekv-data: ENOENT');
     }, 20_000);
+});
+
+describe('a port in use', () => {
+  it('stops the start naming the port and its flag, the HTTP port and the peer port', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const taken = (holder.address() as AddressInfo).port;
+    const dir = tempDir('port-in-use');
+    dirs.push(dir);
+    try {
+      const start = (args: string[]) => spawnSync(process.execPath, ['bin/hivekv.js', 'serve',
+        '--host', '127.0.0.1', '--data', dir, ...args], { cwd: ROOT, timeout: 15_000,
+        encoding: 'utf8', env: { ...process.env, HIVEKV_CLUSTER_SECRET: TEST_SECRET } });
+      const http = start(['--port', String(taken)]);
+      expect(http.status).toBe(1);
+      expect(http.stderr + http.stdout).toContain(
+        `127.0.0.1:${taken} is already in use; stop the process on it or choose another --port`);
+      const peer = start(['--port', '0', '--id', 'n1', '--peers',
+        `n1=127.0.0.1:${taken},n2=127.0.0.1:1`]);
+      expect(peer.status).toBe(1);
+      expect(peer.stderr + peer.stdout).toContain(`127.0.0.1:${taken} is already in use; stop ` +
+        'the process on it or choose another --peer-listen');
+    } finally {
+      holder.close();
+    }
+  }, 40_000);
 });
