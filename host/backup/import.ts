@@ -21,6 +21,7 @@ import type { SnapshotMeta } from '../core/raft/types.js';
 import { FORMAT_VERSION, IDEMPOTENCY_BYTES_MAX, SNAPSHOT_MAGIC } from '../machine/abi.js';
 import type { QuotaSettings } from '../machine/commands.js';
 import { StateMachine } from '../machine/state-machine.js';
+import { MEMBER_ID_FILE, writeIdFile } from '../node/cluster-id-file.js';
 import { lockDataDir } from '../node/data-lock.js';
 import { FileStorage } from '../storage/file-storage.js';
 import { makeDirectories } from '../storage/make-directories.js';
@@ -342,6 +343,8 @@ async function writeDataDir(dir: string, machine: StateMachine, header: DumpHead
     if (written !== total) throw new Error(`snapshot: ${written} of ${total} bytes`);
     if (!(await sink.commit())) throw new Error('the snapshot was not installed');
     await storage.close();
+    // The directory is the voter's: a `serve` with another --id is refused (cluster-id-file.ts).
+    await writeIdFile(dir, MEMBER_ID_FILE, nodeId);
     return total;
   } finally {
     release();

@@ -24,7 +24,9 @@ import { NoPeersTransport } from '../transport/no-peers.js';
 import { assertFrameBound } from '../transport/peer-limits.js';
 import type { PeerTlsMaterial } from '../transport/peer-server.js';
 import { WsTransport } from '../transport/ws-transport.js';
-import { settleClusterId } from './cluster-id-file.js';
+import {
+  settleClusterId, settleMemberId, type SettledClusterId,
+} from './cluster-id-file.js';
 import { ClusterStatus } from './cluster-status.js';
 import { DIVERGED_EXIT_CODE, DivergenceError } from './checkpoints.js';
 import { advertisedUrl, type NodeConfig, type TlsFiles } from './config.js';
@@ -112,6 +114,15 @@ async function assertPortFree(host: string, port: number, flag = '--port'): Prom
     });
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolvePort()));
   });
+}
+
+/** The cluster and the member the data directory belongs to (cluster-id-file.ts). */
+async function settleIdentity(dataDir: string, config: NodeConfig,
+  logger: Logger): Promise<SettledClusterId> {
+  const clusterId = await settleClusterId(dataDir, config.clusterId);
+  await settleMemberId(dataDir, config.id);
+  if (clusterId.note !== null) logger.info({ clusterId: clusterId.id }, clusterId.note);
+  return clusterId;
 }
 
 /** The HTTP port and the peer port are free, before anything of the data directory is touched. */
@@ -211,8 +222,7 @@ export async function serve(config: NodeConfig): Promise<void> {
   await assertPortsFree(config);
   const tls = readTlsMaterial(config.tls);
   const releaseLock = await lockDataDir(dataDir);
-  const clusterId = await settleClusterId(dataDir, config.clusterId);
-  if (clusterId.note !== null) logger.info({ clusterId: clusterId.id }, clusterId.note);
+  const clusterId = await settleIdentity(dataDir, config, logger);
   noteMachine(logger, config);
   const metrics = new NodeMetrics();
   const fatal = (error: Error): never => {

@@ -132,3 +132,20 @@ describe('a port in use', () => {
     }
   }, 40_000);
 });
+
+describe('a data directory started under another member id', () => {
+  it('is refused, naming the member it belongs to', async () => {
+    const dir = tempDir('member-id');
+    dirs.push(dir);
+    const node = await startNode({ dataDir: dir, args: ['--id', 'n2'] });
+    expect(await node.stop()).toBe(0);
+    const again = spawnSync(process.execPath, ['bin/hivekv.js', 'serve', '--host', '127.0.0.1',
+      '--port', '0', '--data', dir, '--id', 'n3'], { cwd: ROOT, timeout: 15_000,
+      encoding: 'utf8' });
+    expect(again.status).toBe(1);
+    expect(again.stderr + again.stdout).toContain(`belongs to member n2 (MEMBER_ID); start it ` +
+      'with --id n2');
+    const same = await startNode({ dataDir: dir, args: ['--id', 'n2'] });
+    started.push(same);
+  }, 40_000);
+});
