@@ -41,7 +41,7 @@ export interface Node {
   readonly id: string;
   raft: RaftCore;
   readonly config: RaftConfig;
-  readonly disk: Disk;
+  disk: Disk;
   /** Entries applied in order since the last snapshot restore. */
   applied: Entry[];
   appliedIndex: number;
@@ -212,6 +212,21 @@ export class Cluster {
     const node = this.node(id);
     node.disk.snapshots.set(meta.index, data);
     node.raft.compact(meta, data.length);
+  }
+
+  /**
+   * `id` loses its disk and starts again empty under its old id and member list: what an
+   * operator does who restarts a voter on a new disk with its old command line.
+   */
+  wipe(id: string): void {
+    const node = this.node(id);
+    this.crash(id);
+    node.disk = emptyDisk();
+    node.raft = createRaft(node.config, { hardState: node.disk.hardState, snapshot: null,
+      snapshotDataBytes: null, entries: [] });
+    node.applied = [];
+    node.appliedIndex = 0;
+    node.up = true;
   }
 
   /** Recreates the core of `id` from its disk, as a process restart would. */

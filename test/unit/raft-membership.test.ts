@@ -504,14 +504,63 @@ describe('thesis §3.10 under membership changes', () => {
     expect(sent(c, 'n4', 'vote')).toEqual([]);
   });
 
-  it('a joining node votes: it may be a voter before it knows it (§4.1)', () => {
+  it('a joining node votes: it may be a voter before it knows it (§4.1), from the term ' +
+    'after the first it learns', () => {
     const c = ledByN1();
     c.join('n4');
+    // Never having held a term, it may be a voter that lost its files and voted in term 5
+    // before: that term counts as voted.
+    takeMark('first-term-counts-as-voted');
     c.raft('n4').step({ type: 'vote', from: 'n2', to: 'n4', term: 5, lastLogIndex: 9,
       lastLogTerm: 4, transfer: false });
+    expect(takeMark('first-term-counts-as-voted')).toBe(1);
+    expect(c.raft('n4').status().term).toBe(5);
     c.processAll();
-    expect(c.queue.find((m) => m.from === 'n4')).toMatchObject({ type: 'voteResponse',
-      granted: true });
+    expect(c.queue.find((m) => m.from === 'n4' && m.term === 5)).toMatchObject({
+      type: 'voteResponse', granted: false });
+    c.raft('n4').step({ type: 'vote', from: 'n2', to: 'n4', term: 6, lastLogIndex: 9,
+      lastLogTerm: 4, transfer: false });
+    c.processAll();
+    expect(c.queue.find((m) => m.from === 'n4' && m.term === 6)).toMatchObject({
+      type: 'voteResponse', granted: true });
+  });
+});
+
+describe('a voter that lost its files', () => {
+  const vote = (from: string, to: string, term: number, c: Cluster): Message => ({
+    type: 'vote', from, to, term, lastLogIndex: c.raft(from).status().lastIndex,
+    lastLogTerm: c.raft(from).status().term, transfer: true });
+  const answer = (c: Cluster, from: string, term: number) =>
+    c.queue.find((m) => m.from === from && m.type === 'voteResponse' && m.term === term);
+
+  it('gives no second vote in the first term it learns, coming back under its old id', () => {
+    const c = ledByN1();
+    // n3 votes for n2 in term 5 (a transfer's vote: no lease holds it back).
+    c.raft('n3').step(vote('n2', 'n3', 5, c));
+    c.processAll();
+    expect(answer(c, 'n3', 5)).toMatchObject({ granted: true });
+    c.queue = [];
+    // Its disk is replaced and it starts again as n3 with the old member list.
+    c.wipe('n3');
+    expect(c.raft('n3').status().term).toBe(0);
+    takeMark('first-term-counts-as-voted');
+    c.raft('n3').step(vote('n1', 'n3', 5, c));
+    expect(takeMark('first-term-counts-as-voted')).toBe(1);
+    c.processAll();
+    // A grant here would be n3's second vote in term 5: n1 and n2 could both lead it.
+    expect(answer(c, 'n3', 5)).toMatchObject({ granted: false });
+    c.raft('n3').step(vote('n1', 'n3', 6, c));
+    c.processAll();
+    expect(answer(c, 'n3', 6)).toMatchObject({ granted: true });
+  });
+
+  it('leaves a new cluster\'s first election alone: it carries no log', () => {
+    const c = new Cluster(THREE, undefined, 7);
+    takeMark('first-term-counts-as-voted');
+    c.campaign('n2');
+    expect(c.leaders()).toEqual(['n2']);
+    expect(c.raft('n2').status().term).toBe(1);
+    expect(takeMark('first-term-counts-as-voted')).toBe(0);
   });
 });
 

@@ -503,7 +503,17 @@ class Raft implements RaftCore {
     if (m.type === 'preVote') return true;
     if (m.type === 'preVoteResponse' && m.granted) return true;
     const fromLeader = m.type === 'append' || m.type === 'heartbeat' || m.type === 'snapshotChunk';
+    const neverHeldTerm = this.term === 0;
     this.becomeFollower(m.term, fromLeader ? m.from : null);
+    if (neverHeldTerm && showsHistory(m)) {
+      // A node that never held a term has an empty directory. Told of a cluster that has a
+      // log, it may be a voter that lost its files and came back under its old id, and may
+      // have voted in this term before: a second vote could elect a second leader in it. So
+      // the term counts as voted (for itself); it votes again from the next term on. A new
+      // cluster's first election carries no log and is not held back.
+      this.votedFor = this.id;
+      mark('first-term-counts-as-voted');
+    }
     return true;
   }
 
@@ -1449,5 +1459,20 @@ class Raft implements RaftCore {
     if (self.maybeUpdate(this.log.stableIndex) && this.maybeCommit()) {
       this.broadcastPending = true;
     }
+  }
+}
+
+/**
+ * Whether a message of a higher term shows that the cluster already has a log (or, being an
+ * answer, that this node's peers held a term before it did): what a new cluster's first
+ * election never shows.
+ */
+function showsHistory(m: Message): boolean {
+  switch (m.type) {
+    case 'vote': case 'preVote': return m.lastLogIndex > 0;
+    case 'append': return m.prevLogIndex > 0 || m.commitIndex > 0;
+    case 'heartbeat': return m.commitIndex > 0;
+    case 'snapshotChunk': return true;
+    default: return true;
   }
 }
