@@ -31,7 +31,7 @@
 import type { MembershipChange } from '../core/raft/configuration.js';
 import { entryBytes } from '../core/raft/log.js';
 import { createRaft, type RaftCore, type Ready } from '../core/raft/raft.js';
-import type { Message } from '../core/raft/messages.js';
+import type { Message, ProposeMessage } from '../core/raft/messages.js';
 import { decodeMessage, encodeMessage } from '../core/raft/message-codec.js';
 import type { Configuration, Entry, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import {
@@ -719,8 +719,19 @@ export class Replica implements KvService, MembersService {
     if (this.deps.sideFrames?.accept(from, frame) === true) return;
     const message = decodeMessage(frame);
     if (message === null || message.from !== from) return;
-    this.core.step(message);
+    this.core.step(message.type === 'propose' ? this.ownClockAtMost(message) : message);
     this.pumpSoon();
+  }
+
+  /**
+   * A proposal forwarded by a follower carries the follower's clock, which stamps the entry
+   * (stamps never go back). A follower whose clock ran a year ahead would expire every key
+   * with a lifetime on every node at once, and leave new lifetimes a year long: the stamp
+   * takes this node's clock where the follower's is ahead of it.
+   */
+  private ownClockAtMost(message: ProposeMessage): ProposeMessage {
+    const nowMs = this.deps.scheduler.nowMs();
+    return message.nowMs <= nowMs ? message : { ...message, nowMs };
   }
 
   private scheduleTick(): void {
