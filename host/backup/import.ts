@@ -12,9 +12,10 @@
  *    a hard state at the dump's term with everything through the index committed. The
  *    snapshot's configuration names one voter, the node that will serve the directory.
  *
- * The directory then holds no CLUSTER_ID: the first `hivekv serve` writes it.
+ * The directory is built beside the target and renamed into place when whole. It then holds
+ * no CLUSTER_ID: the first `hivekv serve` writes it.
  */
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { bootstrapConfiguration } from '../core/raft/configuration.js';
 import type { SnapshotMeta } from '../core/raft/types.js';
@@ -315,15 +316,41 @@ export class DumpRestorer {
 }
 
 /**
- * Writes the directory a node starts from: the machine's snapshot at the dump's index and a
- * hard state at its term, all durable (storage.ts), with one voter, `nodeId`. Holds the data
- * directory's lock meanwhile, so no node starts on it half-written.
+ * Builds the directory in a sibling (`<dir>.importing-<pid>`, same file system) and renames
+ * it into place once it is whole and durable: an import stopped half-way (a kill, a full
+ * disk) leaves no directory a node would start from as an empty store. The rename fails if
+ * a node started on the target meanwhile (it is no longer empty), and nothing is lost.
  */
 async function writeDataDir(dir: string, machine: StateMachine, header: DumpHeader,
   nodeId: string): Promise<number> {
-  const created = (await stat(dir).catch(() => null)) === null;
-  makeDirectories(dir);
-  if (created) await fsyncDirectory(dirname(resolve(dir)));
+  const target = resolve(dir);
+  const staging = `${target}.importing-${process.pid}`;
+  await rm(staging, { recursive: true, force: true });
+  makeDirectories(staging);
+  try {
+    const total = await buildDataDir(staging, machine, header, nodeId);
+    await fsyncDirectory(staging);
+    await rename(staging, target).catch((error: NodeJS.ErrnoException) => {
+      throw error.code === 'ENOTEMPTY' || error.code === 'EEXIST'
+        ? new ImportTargetError(`${dir} was written to while the dump was imported: ` +
+          'import only into an empty or new directory, with no node started on it')
+        : error;
+    });
+    await fsyncDirectory(dirname(target));
+    return total;
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/**
+ * Writes the directory a node starts from: the machine's snapshot at the dump's index and a
+ * hard state at its term, all durable (storage.ts), with one voter, `nodeId`. Holds the
+ * directory's lock meanwhile.
+ */
+async function buildDataDir(dir: string, machine: StateMachine, header: DumpHeader,
+  nodeId: string): Promise<number> {
   const release = await lockDataDir(dir);
   try {
     const storage = new FileStorage(dir);
