@@ -302,11 +302,20 @@ function watchNode(metrics: NodeMetrics, logger: Logger, replica: Replica,
  * are free.
  */
 function watchDescriptors(http: HttpServerHandle, metrics: NodeMetrics, logger: Logger): void {
-  descriptors.fill();
   const limit = openFilesLimit();
+  const unguarded = (why: string): void => {
+    logger.warn({ why }, 'the node will not stop accepting connections before its file ' +
+      'descriptors run out');
+  };
   if (limit === null) {
-    logger.warn({}, 'the limit on open files cannot be read (/proc/self/limits): the node ' +
-      'will not stop accepting connections before its file descriptors run out');
+    unguarded('the limit on open files cannot be read (/proc/self/limits)');
+    return;
+  }
+  try {
+    descriptors.fill();
+  } catch (error) {
+    // No /dev/null to hold descriptors on (a bare container): no reserve, and no readings.
+    unguarded(`descriptors cannot be held in reserve: ${(error as Error).message}`);
     return;
   }
   const gate = new AcceptGate(limit);
@@ -320,7 +329,7 @@ function watchDescriptors(http: HttpServerHandle, metrics: NodeMetrics, logger: 
         resumeFree: gate.resumeFree, cause }, 'not accepting connections: file ' +
         'descriptors run short (open connections are served; new ones are refused)');
     } else if (next === 'resume') {
-      void http.listenAgain().then((listening) => {
+      void http.listenAgain().catch(() => false).then((listening) => {
         if (listening) {
           resumeFailureLogged = false;
           logger.info({ limit, freeDescriptors: `${gate.resumeFree} or more` },
@@ -336,24 +345,48 @@ function watchDescriptors(http: HttpServerHandle, metrics: NodeMetrics, logger: 
       });
     }
   };
+  let readings = true;
   descriptors.onExhausted(() => {
+    // Without readings nothing would listen again: the reserve alone is given back.
+    if (!readings) return;
     move(gate.exhausted(), null, 'an open of the node\'s own found no free descriptor');
   });
-  let ticks = 0;
-  const timer = setInterval(() => {
-    ticks++;
-    const reserveFull = descriptors.fill();
-    if (gate.isAccepting) {
-      const lowestFree = lowestFreeDescriptor();
-      move(gate.checkAccepting(lowestFree, reserveFull), lowestFree,
-        lowestFree === null ? 'no descriptor was free' : 'few descriptors were free');
-    } else if (ticks % PAUSED_CHECK_EVERY_TICKS === 0) {
-      move(gate.checkPaused(freeDescriptorsAtLeast(gate.resumeFree), reserveFull), null, '');
-    }
-  }, DESCRIPTOR_CHECK_MS);
-  timer.unref();
+  readDescriptorsEvery(DESCRIPTOR_CHECK_MS, gate, move, (why) => {
+    readings = false;
+    unguarded(why);
+    if (!gate.isAccepting) void http.listenAgain().catch(() => false);
+  });
   metrics.readAcceptingFrom(() => ({ accepting: gate.isAccepting, pauses,
     shortages: descriptors.shortages }));
+}
+
+/**
+ * The gate's readings: the lowest free descriptor while accepting, and while paused every
+ * PAUSED_CHECK_EVERY_TICKS readings whether the resume's headroom can be opened. A reading
+ * that fails for another reason than a shortage stops them (`stopped`), and the server is
+ * left listening: a guard must never be what stops a node serving.
+ */
+function readDescriptorsEvery(everyMs: number, gate: AcceptGate,
+  move: (next: AcceptMove, lowestFree: number | null, cause: string) => void,
+  stopped: (why: string) => void): void {
+  let ticks = 0;
+  const timer = setInterval(() => {
+    try {
+      ticks++;
+      const reserveFull = descriptors.fill();
+      if (gate.isAccepting) {
+        const lowestFree = lowestFreeDescriptor();
+        move(gate.checkAccepting(lowestFree, reserveFull), lowestFree,
+          lowestFree === null ? 'no descriptor was free' : 'few descriptors were free');
+      } else if (ticks % PAUSED_CHECK_EVERY_TICKS === 0) {
+        move(gate.checkPaused(freeDescriptorsAtLeast(gate.resumeFree), reserveFull), null, '');
+      }
+    } catch (error) {
+      clearInterval(timer);
+      stopped(`a reading of the descriptors failed: ${(error as Error).message}`);
+    }
+  }, everyMs);
+  timer.unref();
 }
 
 /** A line in the log, and a count in `/metrics`, when the event loop is held (loop-stalls.ts). */
