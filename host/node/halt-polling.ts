@@ -13,8 +13,8 @@
  *
  * Pure apart from `readHaltPolling`, which reads two files under /sys.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readOrNull } from './system-files.js';
 
 /** The cpuidle driver of a guest that can poll before it halts. */
 const HALTPOLL_DRIVER = 'haltpoll';
@@ -37,14 +37,6 @@ export function haltPollingOf(driverText: string | null, pollNsText: string | nu
   const pollNs = driver === HALTPOLL_DRIVER && text !== '' && Number.isSafeInteger(poll) &&
     poll >= 0 ? poll : null;
   return { driver, pollNs };
-}
-
-function readOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
 }
 
 /** This machine's setting; null where /sys says nothing (not Linux, no cpuidle). */

@@ -33,7 +33,9 @@ import { advertisedUrl, type NodeConfig, type TlsFiles } from './config.js';
 import { lockDataDir } from './data-lock.js';
 import { haltPollingNotice, readHaltPolling } from './halt-polling.js';
 import { createLogger, type Logger } from './log.js';
-import { stateBudgetFor } from '../machine/memory-budget.js';
+import {
+  MAX_STATE_BYTES_DEFAULT, MEMORY_SHARE_FOR_STATE, stateBudgetFor,
+} from '../machine/memory-budget.js';
 import { LOOP_CHECK_MS, LoopStallWatch } from './loop-stalls.js';
 import { NodeMetrics } from './metrics.js';
 import { operatorDeps } from './operator-views.js';
@@ -168,15 +170,17 @@ function noteMachine(logger: Logger, config: NodeConfig): void {
   if (haltPolling !== null) logger.info({}, haltPolling);
   const { kind, memory } = config.maxStateBytesFrom;
   if (memory === null) return;
+  const sharePercent = Math.round(MEMORY_SHARE_FOR_STATE * 100);
   const figures = { maxStateBytes: config.maxStateBytes, memoryBytes: memory.bytes,
     memoryFrom: memory.source };
   if (kind === 'memory') {
-    logger.info(figures, 'memory budget: 40% of the memory this process may use, less than ' +
-      'the default 2.5 GiB (HIVEKV_MAX_STATE_BYTES sets it)');
+    logger.info(figures, `memory budget: ${sharePercent}% of the memory this process may ` +
+      `use, less than the default ${MAX_STATE_BYTES_DEFAULT / 2 ** 30} GiB ` +
+      '(HIVEKV_MAX_STATE_BYTES sets it)');
   } else if (kind === 'setting' && config.maxStateBytes > stateBudgetFor(memory.bytes)) {
-    logger.warn(figures, 'HIVEKV_MAX_STATE_BYTES is over 40% of the memory this process may ' +
-      'use: at 1.2 to 1.9 times the state in memory, the process may be killed for memory ' +
-      'before the budget refuses a write');
+    logger.warn(figures, `HIVEKV_MAX_STATE_BYTES is over ${sharePercent}% of the memory ` +
+      'this process may use: at 1.2 to 1.9 times the state in memory, the process may be ' +
+      'killed for memory before the budget refuses a write');
   }
 }
 

@@ -8,7 +8,7 @@
  *
  * The reads take the roots of /proc and /sys, so tests give them trees of their own.
  */
-import { readFileSync } from 'node:fs';
+import { readOrNull } from './system-files.js';
 
 export interface MemoryLimit {
   readonly bytes: number;
@@ -74,13 +74,5 @@ function selfAndAncestors(path: string): string[] {
     if (at === '/') return paths;
     const cut = at.lastIndexOf('/');
     at = cut <= 0 ? '/' : at.slice(0, cut);
-  }
-}
-
-function readOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
   }
 }

@@ -1472,7 +1472,6 @@ function showsHistory(m: Message): boolean {
     case 'vote': case 'preVote': return m.lastLogIndex > 0;
     case 'append': return m.prevLogIndex > 0 || m.commitIndex > 0;
     case 'heartbeat': return m.commitIndex > 0;
-    case 'snapshotChunk': return true;
     default: return true;
   }
 }
