@@ -28,7 +28,7 @@ import { StateMachine, type AppliedEntrySink } from '../host/machine/state-machi
 import { encodeEnvelope, type Origin } from '../host/node/envelope.js';
 import { Snapshotter } from '../host/node/snapshotter.js';
 import { FileStorage } from '../host/storage/file-storage.js';
-import { writeHardStateFile } from '../host/storage/hard-state-file.js';
+import { HardStateFile } from '../host/storage/hard-state-file.js';
 
 export const STARTUP_NODE_ID = 'n1';
 export const STARTUP_NAMESPACE = 'startup';
@@ -174,8 +174,11 @@ export async function buildStartupDir(dir: string, options: StartupDirOptions):
     machine.applyEntries(batch, IGNORE_OUTCOMES);
   }
   await storage.close();
-  await writeHardStateFile(dir, { term: TERM, votedFor: STARTUP_NODE_ID,
+  const hardState = new HardStateFile(dir);
+  await hardState.read();
+  await hardState.write({ term: TERM, votedFor: STARTUP_NODE_ID,
     commitIndex: options.committed === 'snapshot' ? snapshotIndex : lastIndex });
+  await hardState.close();
   return { snapshotIndex, lastIndex, lastKey, lastValue: startupValue(lastIndex),
     digest: machine.digest(), snapshotBytes: snapshot.dataBytes,
     ms: { load: loaded - started, snapshot: snapshotted - loaded,

@@ -22,9 +22,8 @@ import { EMPTY_HARD_STATE } from '../core/raft/types.js';
 import type { Entry, HardState, Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import {
   assertEncodableHardState,
-  readHardStateFile,
+  HardStateFile,
   removeHardStateTemp,
-  writeHardStateFile,
 } from './hard-state-file.js';
 import { assertSafeU64 } from './record.js';
 import {
@@ -123,6 +122,7 @@ export class FileStorage implements Storage {
   private readonly snapshotStreams = new Map<number, number>();
   private latestHardState: HardState = EMPTY_HARD_STATE;
   private durableHardState: HardState = EMPTY_HARD_STATE;
+  private readonly hardStateFile: HardStateFile;
   private snapshotIndex = 0;
   private lowOnSpace = false;
   private freeBytesSeen: number | null = null;
@@ -138,6 +138,7 @@ export class FileStorage implements Storage {
   constructor(private readonly dir: string, options: FileStorageOptions = {}) {
     this.walDir = join(dir, 'wal');
     this.snapDir = join(dir, 'snap');
+    this.hardStateFile = new HardStateFile(dir);
     this.observe = options.onFsyncSeconds;
     this.onRecoverPhase = options.onRecoverPhase;
     this.onSpaceChange = options.onSpaceChange;
@@ -161,7 +162,7 @@ export class FileStorage implements Storage {
     try {
       await this.createDirectories();
       await removeHardStateTemp(this.dir);
-      const stored = (await readHardStateFile(this.dir)) ?? EMPTY_HARD_STATE;
+      const stored = (await this.hardStateFile.read())?.hardState ?? EMPTY_HARD_STATE;
       const { snapshot, fallback } = await this.chooseSnapshot();
       this.onRecoverPhase?.('snapshot verified');
       const log = await this.recoverLog(snapshot, fallback,
@@ -327,7 +328,7 @@ export class FileStorage implements Storage {
     const voteChanged = hardState.term !== durable.term || hardState.votedFor !== durable.votedFor;
     try {
       if (voteChanged || (includeCommitIndex && hardState.commitIndex !== durable.commitIndex)) {
-        await writeHardStateFile(this.dir, hardState, this.observe);
+        await this.hardStateFile.write(hardState, this.observe);
         this.durableHardState = hardState;
       }
       await this.wal.flush();
@@ -533,6 +534,7 @@ export class FileStorage implements Storage {
     const readers = [...this.readers.values()];
     this.readers.clear();
     for (const reader of readers) await reader.then((r) => r.close(), () => undefined);
+    await this.hardStateFile.close();
     await this.wal.close();
   }
 
