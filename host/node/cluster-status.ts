@@ -10,6 +10,7 @@
  * Ages are measured on this node's monotonic clock at receipt, never from the sender's clock.
  * Never throws on a frame: a malformed or misaddressed status is dropped.
  */
+import type { VoterClocks } from './cluster-clock.js';
 import type { NodeHealth } from './service.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import {
@@ -31,6 +32,8 @@ export interface ClusterStatusDeps {
   readonly monotonicMs: () => number;
   /** The members this node knows now, itself included. */
   readonly members: () => readonly string[];
+  /** The voters among them. */
+  readonly voters: () => readonly string[];
   /** This node's own health, as `/health` reports it. */
   readonly health: () => NodeHealth;
 }
@@ -113,6 +116,29 @@ export class ClusterStatus {
       url: this.url ?? 'http://unknown.invalid',
       sentAtMs: this.deps.scheduler.nowMs(),
     };
+  }
+
+  /**
+   * The voters' clocks as this node estimates them now (cluster-clock.ts): each voter heard
+   * within STATUS_STALE_MS, at the clock its status was sent with plus the time since it
+   * arrived here; `ownMs` for this node when it is a voter.
+   */
+  voterClocks(ownMs: number): VoterClocks {
+    const voters = this.deps.voters();
+    const now = this.deps.monotonicMs();
+    const clocksMs: number[] = [];
+    for (const id of voters) {
+      if (id === this.selfId) {
+        clocksMs.push(ownMs);
+        continue;
+      }
+      const heard = this.heard.get(id);
+      const ageMs = heard === undefined ? Number.POSITIVE_INFINITY : now - heard.receivedAtMs;
+      if (heard !== undefined && ageMs <= STATUS_STALE_MS) {
+        clocksMs.push(heard.status.sentAtMs + Math.max(0, ageMs));
+      }
+    }
+    return { voterCount: voters.length, clocksMs };
   }
 
   /** Every member the node knows, in member order, with its last status and its age. */

@@ -27,7 +27,8 @@ import { WsTransport } from '../transport/ws-transport.js';
 import {
   settleClusterId, settleMemberId, type SettledClusterId,
 } from './cluster-id-file.js';
-import { ClusterStatus } from './cluster-status.js';
+import { ClusterClock, type BoundedClock } from './cluster-clock.js';
+import { ClusterStatus, STATUS_SEND_EVERY_MS } from './cluster-status.js';
 import { DIVERGED_EXIT_CODE, DivergenceError } from './checkpoints.js';
 import { advertisedUrl, type NodeConfig, type TlsFiles } from './config.js';
 import { lockDataDir } from './data-lock.js';
@@ -208,6 +209,32 @@ function reportSpace(logger: Logger, change: SpaceChange): void {
   }
 }
 
+/** The clock the node stamps entries by: its own, held within its voters' (cluster-clock.ts). */
+function startStampClock(cluster: ClusterStatus, metrics: NodeMetrics,
+  logger: Logger): ClusterClock {
+  const clock = new ClusterClock({ wallMs: () => realScheduler.nowMs(),
+    monotonicMs: () => performance.now(), voterClocks: (ownMs) => cluster.voterClocks(ownMs),
+    onStanding: (bounded, ownMs) => reportClock(logger, bounded, ownMs) });
+  metrics.readClockOffsetFrom(() => clock.offsetMs());
+  // Read once a second besides the proposals, so an idle node says when its clock is wrong.
+  setInterval(() => clock.nowMs(), STATUS_SEND_EVERY_MS).unref();
+  return clock;
+}
+
+/** This node's clock left the bound its voters' clocks set, or came back within it. */
+function reportClock(logger: Logger, clock: BoundedClock, ownMs: number): void {
+  const figures = { clockMs: ownMs, offsetMs: Math.round(clock.offsetMs),
+    stampMs: Math.round(clock.nowMs) };
+  if (clock.standing === 'within') {
+    logger.info(figures, 'this node\'s clock agrees with a majority of the voters\' again: ' +
+      'it stamps the log by its own clock');
+    return;
+  }
+  logger.warn(figures, `this node's clock runs ${clock.standing} of what a majority of the ` +
+    'voters\' clocks allow: it stamps the log and judges expiry by their time instead; ' +
+    'set its clock right (NTP)');
+}
+
 /** Each snapshot milestone goes to /metrics and to the log. */
 function reportSnapshot(metrics: NodeMetrics,
   logger: Logger): (event: SnapshotEvent) => void {
@@ -249,9 +276,10 @@ export async function serve(config: NodeConfig): Promise<void> {
   const cluster: ClusterStatus = new ClusterStatus(config.id, {
     transport, scheduler: realScheduler, monotonicMs: () => performance.now(),
     members: (): readonly string[] => replica.members(), health: () => replica.health(),
-  });
+    voters: (): readonly string[] => replica.voters() });
   const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
     storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
+    stampClock: startStampClock(cluster, metrics, logger),
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
     onSnapshot: reportSnapshot(metrics, logger), onStartPhase: startup.mark });

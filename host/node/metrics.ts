@@ -127,6 +127,7 @@ export class NodeMetrics implements RequestMetrics {
   private loopStallsSource: (() => number) | null = null;
   private acceptingSource: (() => AcceptingGauges) | null = null;
   private freeBytesSource: (() => number | null) | null = null;
+  private clockOffsetSource: (() => number) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
   private readonly tenantBytes: Gauge<'tenant'>;
   private readonly snapshots: Counter<'event'>;
@@ -150,14 +151,14 @@ export class NodeMetrics implements RequestMetrics {
       labelNames: ['verdict'],
       registers,
     });
-    this.checkpoints.inc({ verdict: 'passed' }, 0);
-    this.checkpoints.inc({ verdict: 'unverifiable' }, 0);
+    for (const verdict of ['passed', 'unverifiable']) this.checkpoints.inc({ verdict }, 0);
     this.raft = raftGauges(registers);
     memoryGauges(registers, () => this.memorySource?.() ?? null);
     loopSeries(registers, () => this.idlePollSource?.() ?? 0,
       () => this.loopStallsSource?.() ?? 0);
     acceptingSeries(registers, () => this.acceptingSource?.() ?? null);
-    freeBytesGauge(registers, () => this.freeBytesSource?.() ?? null);
+    environmentGauges(registers, () => this.freeBytesSource?.() ?? null,
+      () => this.clockOffsetSource?.() ?? 0);
     this.tenantKeys = new Gauge({
       name: 'hivekv_tenant_live_keys',
       help: 'Live keys per tenant.',
@@ -296,6 +297,11 @@ export class NodeMetrics implements RequestMetrics {
     this.loopStallsSource = source;
   }
 
+  /** Where the clock's offset from its voters' bound is read at each scrape (cluster-clock.ts). */
+  readClockOffsetFrom(source: () => number): void {
+    this.clockOffsetSource = source;
+  }
+
   /** Where the data directory's free bytes are read from at each scrape (null: unknown). */
   readFreeBytesFrom(source: () => number | null): void {
     this.freeBytesSource = source;
@@ -391,6 +397,17 @@ export interface AcceptingGauges {
   readonly pauses: number;
   /** Opens of the node's own files that found no descriptor and were tried again. */
   readonly shortages: number;
+}
+
+/** What the node reads of its surroundings: the data directory's disk and its own clock. */
+function environmentGauges(registers: Registry[], readFreeBytes: () => number | null,
+  readClockOffset: () => number): void {
+  freeBytesGauge(registers, readFreeBytes);
+  new Gauge({ name: 'hivekv_clock_offset_seconds', help: 'This node\'s wall clock minus the ' +
+    'nearest time a majority of the voters\' clocks allow (0 within it). Past 1 s either way ' +
+    'the node stamps the log by the voters\' time instead of its own.', registers, collect() {
+    this.set(readClockOffset() / 1000);
+  } });
 }
 
 function freeBytesGauge(registers: Registry[], read: () => number | null): void {

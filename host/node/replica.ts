@@ -134,6 +134,11 @@ export interface ReplicaDeps {
   readonly onSwept?: (removedKeys: number) => void;
   /** Called when a checkpoint entry passed, or could not be verified here. */
   readonly onCheckpoint?: (verdict: 'passed' | 'unverifiable') => void;
+  /**
+   * The clock entries are stamped and expiry judged by (cluster-clock.ts: the wall clock held
+   * within what a majority of voters' clocks allow); the scheduler's wall clock without it.
+   */
+  readonly stampClock?: { nowMs(): number };
   /** Takes the peer frames that are not Raft's (member status); true when it took one. */
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
@@ -498,6 +503,12 @@ export class Replica implements KvService, MembersService {
     return ids.includes(this.options.id) ? ids : [...ids, this.options.id];
   }
 
+  /** The voters of the configuration in effect (the starting voters before the core runs). */
+  voters(): readonly string[] {
+    if (this.core === undefined) return this.options.voters;
+    return this.core.configuration().config.voters;
+  }
+
   /** The consensus core's view: role, leader, term, commit and last log index. */
   raftStatus(): ReturnType<RaftCore['status']> {
     return this.core.status();
@@ -646,7 +657,7 @@ export class Replica implements KvService, MembersService {
   private proposeOrQueue(pending: PendingWrite): void {
     const seq = this.nextSeq++;
     const data = encodeEnvelope(this.origin, seq, pending.command);
-    const result = this.core.propose(data, this.deps.scheduler.nowMs());
+    const result = this.core.propose(data, this.stampMs());
     if (result.kind === 'dropped') {
       this.nextSeq--;
       if (result.reason === 'no-leader' || result.reason === 'transferring') {
@@ -709,7 +720,12 @@ export class Replica implements KvService, MembersService {
 
   /** A read evaluates expiry at max(local clock, last applied stamp) (DESIGN.md). */
   private readTimeMs(): number {
-    return Math.max(this.deps.scheduler.nowMs(), this.deps.machine.lastTimeMs);
+    return Math.max(this.stampMs(), this.deps.machine.lastTimeMs);
+  }
+
+  /** The time a proposal is stamped with and expiry judged by (`ReplicaDeps.stampClock`). */
+  private stampMs(): number {
+    return this.deps.stampClock?.nowMs() ?? this.deps.scheduler.nowMs();
   }
 
   // ---------------------------------------------------------------- the loop
@@ -727,10 +743,10 @@ export class Replica implements KvService, MembersService {
    * A proposal forwarded by a follower carries the follower's clock, which stamps the entry
    * (stamps never go back). A follower whose clock ran a year ahead would expire every key
    * with a lifetime on every node at once, and leave new lifetimes a year long: the stamp
-   * takes this node's clock where the follower's is ahead of it.
+   * takes this node's stamping clock where the follower's is ahead of it.
    */
   private ownClockAtMost(message: ProposeMessage): ProposeMessage {
-    const nowMs = this.deps.scheduler.nowMs();
+    const nowMs = this.stampMs();
     return message.nowMs <= nowMs ? message : { ...message, nowMs };
   }
 
@@ -754,7 +770,7 @@ export class Replica implements KvService, MembersService {
         const command = encodeCommand({ kind: 'sweep', maxKeys: this.options.expireBatch });
         const seq = this.nextSeq++;
         const result = this.core.propose(encodeEnvelope(this.origin, seq, command),
-          this.deps.scheduler.nowMs());
+          this.stampMs());
         if (result.kind === 'proposed') {
           this.sweepProposed = { index: result.index, term: result.term };
         }
@@ -772,7 +788,7 @@ export class Replica implements KvService, MembersService {
     const command = encodeCommand({ kind: 'checkpoint', index: applied,
       digest: this.deps.machine.digest() });
     const result = this.core.propose(encodeEnvelope(this.origin, this.nextSeq++, command),
-      this.deps.scheduler.nowMs());
+      this.stampMs());
     if (result.kind === 'proposed') {
       this.checkpoints.noteProposed(applied, result.index, result.term);
     }
@@ -789,7 +805,7 @@ export class Replica implements KvService, MembersService {
     const last = this.sweepProposed;
     const settled = this.deps.machine.appliedIndex >= last.index ||
       this.core.status().term !== last.term;
-    return next !== null && this.deps.scheduler.nowMs() >= next && settled;
+    return next !== null && this.stampMs() >= next && settled;
   }
 
   /**

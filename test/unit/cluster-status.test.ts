@@ -113,6 +113,7 @@ function harness(selfId = 'n1') {
   const scheduler = new ManualScheduler();
   const sent: Array<[string, Uint8Array]> = [];
   let members = ['n1', 'n2', 'n3'];
+  let voters = ['n1', 'n2', 'n3'];
   let health: NodeHealth = { status: 'ok', id: selfId, role: 'leader', leader: selfId, term: 4,
     commitIndex: 100, appliedIndex: 100, stateBytes: 0, stateBytesMax: 1 };
   const cluster = new ClusterStatus(selfId, {
@@ -120,11 +121,13 @@ function harness(selfId = 'n1') {
     scheduler,
     monotonicMs: () => scheduler.monotonic,
     members: () => members,
+    voters: () => voters,
     health: () => health,
   });
   return {
     cluster, scheduler, sent,
     setMembers: (next: string[]) => { members = next; },
+    setVoters: (next: string[]) => { voters = next; },
     setHealth: (next: Partial<NodeHealth>) => { health = { ...health, ...next }; },
   };
 }
@@ -208,6 +211,24 @@ describe('cluster status', () => {
     expect(cluster.view().members[2]!.state).toBe('unknown');
     cluster.start('http://127.0.0.1:6632');
     expect(sent.map(([to]) => to)).toEqual(['n2', 'n3']);
+  });
+
+  it('estimates each voter\'s clock now from its last status, and leaves out stale ones', () => {
+    const { cluster, scheduler, setVoters } = harness();
+    cluster.accept('n2', statusFrom('n2', { sentAtMs: scheduler.now + 60_000 }));
+    scheduler.advance(400);
+    cluster.accept('n3', statusFrom('n3', { sentAtMs: scheduler.now - 5_000 }));
+    scheduler.advance(600);
+    // n2 was heard 1000 ms ago, n3 600 ms ago: each reading has moved on by as much.
+    expect(cluster.voterClocks(123)).toEqual({ voterCount: 3,
+      clocksMs: [123, scheduler.now + 60_000, scheduler.now - 5_000] });
+    setVoters(['n1', 'n2']);
+    expect(cluster.voterClocks(123).clocksMs).toEqual([123, scheduler.now + 60_000]);
+    setVoters(['n1', 'n2', 'n3']);
+    scheduler.advance(1600);
+    expect(cluster.voterClocks(5).clocksMs).toEqual([5, scheduler.now - 5_000]);
+    setVoters(['n2', 'n3']);
+    expect(cluster.voterClocks(5)).toEqual({ voterCount: 2, clocksMs: [scheduler.now - 5_000] });
   });
 
   it('sends nothing as a single node', () => {
