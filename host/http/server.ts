@@ -30,6 +30,7 @@ import type {
 import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import { IdlePoll } from './idle-poll.js';
+import { AnswerBudget, sendWithinBudget } from './answer-budget.js';
 import { streamBody } from './stream-body.js';
 import { RequestIds } from './request-ids.js';
 import {
@@ -79,6 +80,8 @@ export interface HttpServerHandle {
   closeListener(): void;
   /** Listens again on the same host and port; false if it could not (the port was taken). */
   listenAgain(): Promise<boolean>;
+  /** Answers waiting for slow clients: their bytes, and connections closed for want of room. */
+  answersWaiting(): { readonly bytes: number; readonly closedConnections: number };
 }
 
 /** A client's `x-request-id` is echoed only if it is this short and plain (log safety). */
@@ -189,7 +192,7 @@ export async function startHttpServer(deps: HttpDeps, host: string,
     // wildcard, and a call this path does not take goes on to the catch-all (uws-call.ts).
     const maxBodyBytes = deps.config.limits.maxBodyBytes;
     const directFor = (method: DirectMethod) => (res: HttpResponse, req: HttpRequest): void => {
-      const call = UwsCall.accept(res, req, method, maxBodyBytes);
+      const call = UwsCall.accept(res, req, method, maxBodyBytes, app.answers);
       if (call === null) return;
       try {
         app.serve(call, call);
@@ -219,6 +222,8 @@ export async function startHttpServer(deps: HttpDeps, host: string,
       app.stopping = true;
     },
     drain: (timeoutMs) => app.drain(timeoutMs),
+    answersWaiting: () => ({ bytes: app.answers.waitingBytes,
+      closedConnections: app.answers.closedConnections }),
     close: async () => {
       listener.close();
       // Also ends open keep-alive connections, which closing the listen socket leaves open.
@@ -275,10 +280,13 @@ class HttpApp {
   private inFlight = 0;
   private drainWaiters: Array<() => void> = [];
   readonly requestIds = new RequestIds(randomBytes(4).toString('hex') + '-');
+  /** Answers waiting for slow clients, over every connection (answer-budget.ts). */
+  readonly answers: AnswerBudget;
   /** Keeps the loop turning for a moment once no call is in flight (idle-poll.ts). */
   readonly idlePoll: IdlePoll;
 
   constructor(private readonly deps: HttpDeps) {
+    this.answers = new AnswerBudget(deps.config.maxWaitingAnswerBytes);
     this.idlePoll = new IdlePoll(deps.config.idlePollUs / 1000, () => performance.now(),
       setImmediate);
   }
@@ -583,7 +591,7 @@ class HttpApp {
       if (answer.status === 405 && exchange.route !== null) {
         res.header('allow', exchange.route.allow);
       }
-      res.send(bodyless ? '' : errorBody(answer));
+      this.sendBody(res, bodyless ? '' : errorBody(answer));
     } else {
       res.header('content-type', answer.contentType);
       if (answer.etag !== null) res.header('etag', answer.etag);
@@ -600,10 +608,19 @@ class HttpApp {
       } else {
         // uWebSockets sends any typed array's bytes; hyper-express's type names only Buffer,
         // and a Buffer over the machine's answer would cost a call into C++ to make.
-        res.send(bodyless ? '' : answer.body as Buffer);
+        this.sendBody(res, bodyless ? '' : answer.body as Buffer);
       }
     }
     return answer.status;
+  }
+
+  /** Every answer goes out with `tryEnd`, its unsent part within the budget (answer-budget.ts). */
+  private sendBody(res: CallResponse, body: string | Uint8Array): void {
+    if (res instanceof UwsCall) {
+      res.send(body);
+    } else {
+      sendWithinBudget(res as Response, body, this.answers);
+    }
   }
 
   private record(exchange: Exchange, answer: Answer, status: number, seconds: number): void {

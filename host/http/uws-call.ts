@@ -22,6 +22,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { Slabs } from '../core/slabs.js';
+import type { AnswerBudget, WaitingAnswer } from './answer-budget.js';
 
 /** The request headers the HTTP layer reads: only these are kept from a direct call. */
 export type CallHeaderName = keyof CollectedHeaders;
@@ -173,7 +174,13 @@ function writeCorked(): void {
     res.writeHeader(headerName(headers[i] as string), value === JSON_TYPE ? JSON_TYPE_BYTES
       : value);
   }
-  res.end(call.answerBody ?? '');
+  // tryEnd, not end: an answer the socket cannot take waits in this call, within the budget,
+  // rather than in a buffer of uWebSockets' that grows with every request pipelined after it
+  // (answer-budget.ts).
+  const body = call.answerBody ?? '';
+  const total = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  const [, done] = res.tryEnd(body, total);
+  if (!done) call.waitForReader(body, total);
 }
 
 export class UwsCall implements CallRequest, CallResponse {
@@ -201,9 +208,14 @@ export class UwsCall implements CallRequest, CallResponse {
   private bodyDone: BodyDone<never> | null = null;
   /** An answer waits for the body's last bytes (hyper-express waits as well). */
   private answerWaits = false;
+  /** The part of the answer the socket has not taken yet, and where it starts. */
+  private unsent: Buffer | null = null;
+  private unsentFrom = 0;
+  private answerBytes = 0;
+  private waiting: WaitingAnswer | null = null;
 
   private constructor(readonly res: HttpResponse, req: HttpRequest, method: DirectMethod,
-    headers: CallHeaders, declared: number) {
+    headers: CallHeaders, declared: number, private readonly budget: AnswerBudget) {
     this.method = method;
     this.path = req.getUrl();
     this.path_query = req.getQuery() as string | undefined;
@@ -218,7 +230,7 @@ export class UwsCall implements CallRequest, CallResponse {
    * (`setYield`): nothing of the response was touched, so the route behind gets it whole.
    */
   static accept(res: HttpResponse, req: HttpRequest, method: DirectMethod,
-    maxBodyBytes: number): UwsCall | null {
+    maxBodyBytes: number, budget: AnswerBudget): UwsCall | null {
     const headers = new CollectedHeaders();
     collecting = headers;
     req.forEach(collectHeader);
@@ -235,7 +247,7 @@ export class UwsCall implements CallRequest, CallResponse {
         return null;
       }
     }
-    return new UwsCall(res, req, method, headers, declared);
+    return new UwsCall(res, req, method, headers, declared, budget);
   }
 
   /**
@@ -307,6 +319,48 @@ export class UwsCall implements CallRequest, CallResponse {
       this.answerBody = null;
     }
     return this;
+  }
+
+  /**
+   * The socket took part of the answer: the rest is copied (the answer may be the machine's
+   * memory) and written as the socket drains, or the connection is closed when the budget
+   * has no room for it. Runs in the cork that wrote the first part.
+   */
+  waitForReader(body: string | Uint8Array, total: number): void {
+    const offset = this.res.getWriteOffset();
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    const unsent = Buffer.from(bytes.subarray(offset));
+    const waiting = this.budget.admit(unsent.byteLength, () => this.res.close());
+    if (waiting === null) {
+      this.res.close();
+      return;
+    }
+    this.waiting = waiting;
+    this.unsent = unsent;
+    this.unsentFrom = offset;
+    this.answerBytes = total;
+    this.res.onWritable((at) => this.writeUnsent(at));
+    this.res.onAborted(() => this.releaseUnsent());
+  }
+
+  private writeUnsent(offset: number): boolean {
+    const unsent = this.unsent;
+    if (unsent === null) return true;
+    const [ok, done] = this.res.tryEnd(unsent.subarray(offset - this.unsentFrom),
+      this.answerBytes);
+    if (done) {
+      this.releaseUnsent();
+    } else {
+      this.budget.progressed(this.waiting!, this.answerBytes - this.res.getWriteOffset());
+    }
+    return ok;
+  }
+
+  private releaseUnsent(): void {
+    const waiting = this.waiting;
+    this.unsent = null;
+    this.waiting = null;
+    if (waiting !== null) this.budget.release(waiting);
   }
 
   close(): this {

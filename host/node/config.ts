@@ -1,3 +1,4 @@
+import { ANSWER_BYTES_WAITING_MAX } from '../http/answer-budget.js';
 import {
   MAX_STATE_BYTES_DEFAULT, MAX_STATE_BYTES_LIMIT, MAX_STATE_BYTES_MIN, stateBudgetFor,
 } from '../machine/memory-budget.js';
@@ -87,6 +88,11 @@ export interface NodeConfig {
   readonly digestEvery: number;
   /** HIVEKV_MIN_FREE_BYTES: below this much free disk the node refuses writes. */
   readonly minFreeBytes: number;
+  /**
+   * HIVEKV_MAX_WAITING_ANSWER_BYTES: answer bytes that may wait for slow clients, over every
+   * connection, before an answer's connection is closed instead (http/answer-budget.ts).
+   */
+  readonly maxWaitingAnswerBytes: number;
   /**
    * HIVEKV_MAX_STATE_BYTES: the state's memory budget (host/machine/memory-budget.ts); past
    * it, writes that would grow the state are refused. 1 MiB to 3 GiB; by default 2.5 GiB, or
@@ -415,6 +421,8 @@ export function loadConfig(flags: Flags, env: Env, memory: MemoryLimit | null = 
       SNAPSHOT_LOG_PERCENT_DEFAULT, 0, 1000),
     digestEvery: intSetting(env, 'HIVEKV_DIGEST_EVERY', DIGEST_EVERY_DEFAULT, 0, 1_000_000_000),
     minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40),
+    maxWaitingAnswerBytes: intSetting(env, 'HIVEKV_MAX_WAITING_ANSWER_BYTES',
+      ANSWER_BYTES_WAITING_MAX, 1024 * 1024, 2 ** 36),
     ...stateBudget(env, memory),
     requestTimeoutMs: intSetting(env, 'HIVEKV_REQUEST_TIMEOUT_MS', 5000, 100, 600_000),
     idempotencyTtlSeconds: intSetting(env, 'HIVEKV_IDEMPOTENCY_TTL_SECONDS', 86_400, 1,

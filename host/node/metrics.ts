@@ -126,6 +126,7 @@ export class NodeMetrics implements RequestMetrics {
   private idlePollSource: (() => number) | null = null;
   private loopStallsSource: (() => number) | null = null;
   private acceptingSource: (() => AcceptingGauges) | null = null;
+  private answersSource: (() => AnswersWaiting) | null = null;
   private freeBytesSource: (() => number | null) | null = null;
   private clockOffsetSource: (() => number) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
@@ -139,11 +140,8 @@ export class NodeMetrics implements RequestMetrics {
   /** @param options.defaultMetrics process metrics (CPU, memory, event loop); default true. */
   constructor(options: { readonly defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    this.swept = new Counter({
-      name: 'hivekv_swept_keys_total',
-      help: 'Expired keys removed by sweep entries.',
-      registers,
-    });
+    this.swept = new Counter({ name: 'hivekv_swept_keys_total',
+      help: 'Expired keys removed by sweep entries.', registers });
     this.checkpoints = new Counter({
       name: 'hivekv_checkpoints_total',
       help: 'Checkpoint entries applied, by verdict: passed (this state matched the ' +
@@ -156,7 +154,8 @@ export class NodeMetrics implements RequestMetrics {
     memoryGauges(registers, () => this.memorySource?.() ?? null);
     loopSeries(registers, () => this.idlePollSource?.() ?? 0,
       () => this.loopStallsSource?.() ?? 0);
-    acceptingSeries(registers, () => this.acceptingSource?.() ?? null);
+    acceptingSeries(registers, () => this.acceptingSource?.() ?? null,
+      () => this.answersSource?.() ?? null);
     environmentGauges(registers, () => this.freeBytesSource?.() ?? null,
       () => this.clockOffsetSource?.() ?? 0);
     this.tenantKeys = new Gauge({
@@ -307,6 +306,11 @@ export class NodeMetrics implements RequestMetrics {
     this.freeBytesSource = source;
   }
 
+  /** Where the answers waiting for slow clients are read from (http/answer-budget.ts). */
+  readAnswersFrom(source: () => AnswersWaiting): void {
+    this.answersSource = source;
+  }
+
   /** Where the accept gate's figures are read from at each scrape (http/accept-gate.ts). */
   readAcceptingFrom(source: () => AcceptingGauges): void {
     this.acceptingSource = source;
@@ -419,7 +423,23 @@ function freeBytesGauge(registers: Registry[], read: () => number | null): void 
   } });
 }
 
-function acceptingSeries(registers: Registry[], read: () => AcceptingGauges | null): void {
+/** Answers written in part, waiting for their clients (http/answer-budget.ts). */
+export interface AnswersWaiting {
+  readonly bytes: number;
+  readonly closedConnections: number;
+}
+
+function acceptingSeries(registers: Registry[], read: () => AcceptingGauges | null,
+  readAnswers: () => AnswersWaiting | null): void {
+  new Gauge({ name: 'hivekv_http_answer_bytes_waiting', help: 'Bytes of answers the ' +
+    'socket has not taken yet, waiting for clients to read them (every connection).',
+  registers, collect() {
+    this.set(readAnswers()?.bytes ?? 0);
+  } });
+  totalCounter(registers, 'hivekv_http_slow_readers_closed_total', 'Connections closed ' +
+    'because their answer would have taken the bytes waiting for clients past ' +
+    'HIVEKV_MAX_WAITING_ANSWER_BYTES.',
+  () => readAnswers()?.closedConnections ?? 0);
   new Gauge({ name: 'hivekv_http_accepting', help: '1 while the HTTP server accepts ' +
     'connections; 0 while it has closed its listening socket because the process\'s file ' +
     'descriptors run short (new clients are refused, open connections served).', registers,

@@ -356,13 +356,14 @@ describe('a direct call on its connection', () => {
       // Counts the abort handlers the direct path attaches (uws-call.ts, watchAbortIfOpen).
       let watched = 0;
       const accept = UwsCall.accept.bind(UwsCall);
-      vi.spyOn(UwsCall, 'accept').mockImplementation((res, req, method, maxBodyBytes) => {
+      vi.spyOn(UwsCall, 'accept').mockImplementation((res, req, method, maxBodyBytes,
+        budget) => {
         const onAborted = res.onAborted.bind(res);
         res.onAborted = (handler) => {
           watched++;
           return onAborted(handler);
         };
-        return accept(res, req, method, maxBodyBytes);
+        return accept(res, req, method, maxBodyBytes, budget);
       });
       const { handle, service, agent } = await start(true);
       const read = { method: 'GET', path: '/api/v1/kv/orders/k', body: null,

@@ -1,0 +1,129 @@
+/**
+ * Clients that send requests and never read the answers cannot make a node buffer them
+ * without bound (host/http/answer-budget.ts). Before, eight connections pipelining large
+ * reads each grew a node by gigabytes: uWebSockets kept every answer the socket could not
+ * take. Now a connection holds at most one answer the client has not read, the sum of those
+ * is bounded by HIVEKV_MAX_WAITING_ANSWER_BYTES, and a connection past it is closed. Both
+ * ways into the node are tried: a body of a declared length (the direct path) and a chunked
+ * one (through hyper-express). A real process over loopback; RSS read from /proc.
+ */
+import { readFileSync } from 'node:fs';
+import { createConnection, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { sleep, waitFor } from '../helpers/cluster.js';
+import {
+  call, kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
+} from '../helpers/node-process.js';
+
+const MIB = 1024 * 1024;
+const VALUE_CHARS = 60_000;
+const KEYS = 512;
+const CONNECTIONS = 8;
+const PIPELINED = 20;
+const WAITING_MAX = 32 * MIB;
+/** What the node may grow by while the clients hold their answers unread. */
+const GROWTH_BYTES_MAX = 400 * MIB;
+
+let node: NodeProcess;
+const dir = tempDir('slow-readers');
+
+beforeAll(async () => {
+  node = await startNode({ dataDir: dir, env: { ...UNLIMITED_RATES,
+    QUEEN_KV_MAX_READ_BYTES: String(32 * MIB), HIVEKV_MAX_WAITING_ANSWER_BYTES:
+      String(WAITING_MAX) } });
+  const value = 'v'.repeat(VALUE_CHARS);
+  for (let i = 0; i < KEYS; i += 16) {
+    const puts = Array.from({ length: 16 }, (_, j) => ({ op: 'put', ns: 'big',
+      key: `k${String(i + j).padStart(3, '0')}`, value, forever: true }));
+    expect((await kv(node.url, puts)).status).toBe(200);
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await node.kill();
+  removeDir(dir);
+});
+
+function rssBytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n')
+    .find((l) => l.startsWith('VmRSS:'))!;
+  return Number(line.split(/\s+/)[1]) * 1024;
+}
+
+async function metric(name: string): Promise<number> {
+  const text = (await call(node.url, 'GET', '/metrics')).text;
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.split(' ')[1] ?? NaN);
+}
+
+const READ = JSON.stringify({ operations: [{ op: 'getPrefix', ns: 'big', prefix: 'k',
+  limit: 1000 }] });
+
+function request(chunked: boolean): string {
+  const head = 'POST /api/v1/kv HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n';
+  if (!chunked) return `${head}content-length: ${Buffer.byteLength(READ)}\r\n\r\n${READ}`;
+  const size = Buffer.byteLength(READ).toString(16);
+  return `${head}transfer-encoding: chunked\r\n\r\n${size}\r\n${READ}\r\n0\r\n\r\n`;
+}
+
+/** Connections that send reads and read nothing back; resolves once all are written. */
+async function slowReaders(chunked: boolean, pipelined: number): Promise<Socket[]> {
+  const sockets = await Promise.all(Array.from({ length: CONNECTIONS }, () =>
+    new Promise<Socket>((resolve, reject) => {
+      const socket = createConnection({ host: '127.0.0.1', port: node.port }, () => {
+        socket.pause();
+        resolve(socket);
+      });
+      socket.on('error', () => undefined);
+      socket.once('error', reject);
+    })));
+  for (const socket of sockets) socket.write(request(chunked).repeat(pipelined));
+  return sockets;
+}
+
+/** The node's growth in RSS while `sockets` hold their answers unread, over three seconds. */
+async function growthWhileHeld(): Promise<number> {
+  const before = rssBytes(node.pid);
+  let peak = before;
+  for (let i = 0; i < 20; i += 1) {
+    await sleep(150);
+    peak = Math.max(peak, rssBytes(node.pid));
+  }
+  return peak - before;
+}
+
+async function released(sockets: Socket[]): Promise<void> {
+  for (const socket of sockets) socket.destroy();
+  await waitFor('the waiting answers to be released', 10_000, async () =>
+    await metric('hivekv_http_answer_bytes_waiting') === 0 ? true : undefined);
+}
+
+const BODIES = [['a declared length', false], ['a chunked body', true]] as const;
+
+describe('clients that do not read their answers', () => {
+  it.each(BODIES)('pipelining reads with %s: each connection holds one answer at most',
+    async (_, chunked) => {
+      const sockets = await slowReaders(chunked, PIPELINED);
+      // Before, each connection's twenty answers were all kept: gigabytes.
+      expect(await growthWhileHeld()).toBeLessThan(GROWTH_BYTES_MAX);
+      await released(sockets);
+    }, 60_000);
+
+  it.each(BODIES)('one read each with %s: the answers waiting stay within the bound, and ' +
+    'other clients are served', async (_, chunked) => {
+    const closedBefore = await metric('hivekv_http_slow_readers_closed_total');
+    const sockets = await slowReaders(chunked, 1);
+    expect(await growthWhileHeld()).toBeLessThan(GROWTH_BYTES_MAX);
+    const answerBytes = KEYS * VALUE_CHARS;
+    expect(await metric('hivekv_http_answer_bytes_waiting'))
+      .toBeLessThanOrEqual(WAITING_MAX + answerBytes);
+    expect(await metric('hivekv_http_slow_readers_closed_total')).toBeGreaterThan(closedBefore);
+    // A client that reads gets the whole answer meanwhile.
+    const answer = await kv(node.url, [{ op: 'getPrefix', ns: 'big', prefix: 'k',
+      limit: 1000 }]);
+    expect(answer.status).toBe(200);
+    expect(answer.body.results[0].rows).toHaveLength(KEYS);
+    await released(sockets);
+  }, 60_000);
+});
