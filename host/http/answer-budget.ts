@@ -98,8 +98,12 @@ export class AnswerBudget {
 export function sendWithinBudget(res: Response, body: string | Uint8Array,
   budget: AnswerBudget): void {
   const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.from(body);
-  if (bytes.byteLength === 0) {
-    res.send('');
+  if (bytes.byteLength === 0 || !bodyReceived(res)) {
+    // An answer before the body has all come (a refusal) must wait for it: hyper-express's
+    // `send` stops reading the body and writes once it has. Streamed now, the answer would
+    // end the response while hyper-express still reads chunks into it, and the next chunk
+    // would throw out of its callback and stop the node.
+    res.send(bytes.byteLength === 0 ? '' : bytes);
     return;
   }
   const waiting = budget.admit(bytes.byteLength, () => res.close());
@@ -112,4 +116,11 @@ export function sendWithinBudget(res: Response, body: string | Uint8Array,
   // never comes: the response's 'close' releases the bytes then.
   res.once('close', release);
   res.stream(Readable.from([bytes]), bytes.byteLength).catch(() => undefined).finally(release);
+}
+
+/** hyper-express 6.17.3: the request's body has all come (true when it had none). */
+function bodyReceived(res: Response): boolean {
+  const request = (res as unknown as { _wrapped_request?: { received?: boolean } })
+    ._wrapped_request;
+  return request?.received !== false;
 }

@@ -31,6 +31,7 @@ import { answerMembers, MEMBERS_BODY_BYTES_MAX } from './members.js';
 import { matchRoute, type RouteMatch } from './routes.js';
 import { IdlePoll } from './idle-poll.js';
 import { AnswerBudget, sendWithinBudget } from './answer-budget.js';
+import { BodyBudget } from './body-budget.js';
 import { streamBody } from './stream-body.js';
 import { RequestIds } from './request-ids.js';
 import {
@@ -81,7 +82,19 @@ export interface HttpServerHandle {
   /** Listens again on the same host and port; false if it could not (the port was taken). */
   listenAgain(): Promise<boolean>;
   /** Answers waiting for slow clients: their bytes, and connections closed for want of room. */
-  answersWaiting(): { readonly bytes: number; readonly closedConnections: number };
+  answersWaiting(): HttpBudgetFigures;
+}
+
+/** What the answer and body budgets hold, and whom they turned away (for /metrics). */
+export interface HttpBudgetFigures {
+  /** Bytes of answers waiting for clients to read them. */
+  readonly bytes: number;
+  /** Connections closed to keep those within HIVEKV_MAX_WAITING_ANSWER_BYTES. */
+  readonly closedConnections: number;
+  /** Bytes of request bodies held now. */
+  readonly bodyBytesHeld: number;
+  /** Calls refused to keep those within HIVEKV_MAX_HELD_BODY_BYTES. */
+  readonly refusedCalls: number;
 }
 
 /** A client's `x-request-id` is echoed only if it is this short and plain (log safety). */
@@ -130,6 +143,8 @@ class Exchange implements CallSink {
   tenant: string | null = null;
   /** The call went to the node; the response is written when it answers. */
   submitted = false;
+  /** Gives a body held through hyper-express back to the budget (body-budget.ts). */
+  releaseBody: (() => void) | null = null;
 
   constructor(
     private readonly app: HttpApp,
@@ -164,6 +179,9 @@ class Exchange implements CallSink {
 }
 
 const NOT_FOUND = kvError('not_found', 'not_found', 'no route serves this path');
+const BODIES_OVER_BUDGET = kvError('kv_unavailable', 'overloaded', 'the request bodies this ' +
+  'node is receiving fill its budget (HIVEKV_MAX_HELD_BODY_BYTES); retry shortly',
+{ retryAfterSeconds: 1 });
 const SHUTTING_DOWN = kvError('kv_unavailable', 'shutting_down',
   'this node is shutting down; retry on another node or later', { retryAfterSeconds: 1 });
 
@@ -192,7 +210,7 @@ export async function startHttpServer(deps: HttpDeps, host: string,
     // wildcard, and a call this path does not take goes on to the catch-all (uws-call.ts).
     const maxBodyBytes = deps.config.limits.maxBodyBytes;
     const directFor = (method: DirectMethod) => (res: HttpResponse, req: HttpRequest): void => {
-      const call = UwsCall.accept(res, req, method, maxBodyBytes, app.answers);
+      const call = UwsCall.accept(res, req, method, maxBodyBytes, app.answers, app.bodies);
       if (call === null) return;
       try {
         app.serve(call, call);
@@ -223,7 +241,8 @@ export async function startHttpServer(deps: HttpDeps, host: string,
     },
     drain: (timeoutMs) => app.drain(timeoutMs),
     answersWaiting: () => ({ bytes: app.answers.waitingBytes,
-      closedConnections: app.answers.closedConnections }),
+      closedConnections: app.answers.closedConnections, bodyBytesHeld: app.bodies.heldBytes,
+      refusedCalls: app.bodies.refusedCalls }),
     close: async () => {
       listener.close();
       // Also ends open keep-alive connections, which closing the listen socket leaves open.
@@ -282,11 +301,14 @@ class HttpApp {
   readonly requestIds = new RequestIds(randomBytes(4).toString('hex') + '-');
   /** Answers waiting for slow clients, over every connection (answer-budget.ts). */
   readonly answers: AnswerBudget;
+  /** Request bodies held in memory, over every connection (body-budget.ts). */
+  readonly bodies: BodyBudget;
   /** Keeps the loop turning for a moment once no call is in flight (idle-poll.ts). */
   readonly idlePoll: IdlePoll;
 
   constructor(private readonly deps: HttpDeps) {
     this.answers = new AnswerBudget(deps.config.maxWaitingAnswerBytes);
+    this.bodies = new BodyBudget(deps.config.maxHeldBodyBytes);
     this.idlePoll = new IdlePoll(deps.config.idlePollUs / 1000, () => performance.now(),
       setImmediate);
   }
@@ -308,7 +330,7 @@ class HttpApp {
       startedMs);
     let answer: Answer | null | Promise<Answer | null>;
     try {
-      answer = this.answer(exchange, req);
+      answer = this.holdBody(exchange, req) ? this.answer(exchange, req) : BODIES_OVER_BUDGET;
     } catch (error) {
       // A call submitted before the failure still counts as in flight: `finish` settles it.
       answer = this.internalError(exchange, error);
@@ -327,12 +349,14 @@ class HttpApp {
    * loop for submitted calls, and nothing a request does may stop that loop.
    */
   finish(exchange: Exchange, answer: Answer): void {
+    const res = exchange.res;
+    if (res instanceof UwsCall) res.releaseBody();
+    exchange.releaseBody?.();
     if (exchange.submitted) {
       exchange.submitted = false;
       this.inFlight--;
       if (this.inFlight === 0) this.wakeDrainers();
     }
-    const res = exchange.res;
     try {
       const status = this.write(res, exchange, answer);
       this.record(exchange, answer, status, (performance.now() - exchange.startedMs) / 1000);
@@ -345,6 +369,32 @@ class HttpApp {
       }
     }
     if (this.inFlight === 0) this.idlePoll.idle();
+  }
+
+  /**
+   * Counts the call's body against the budget (body-budget.ts) until it is answered or its
+   * client goes away; false when the call must be refused. A chunked body, of no declared
+   * length, counts as the largest allowed.
+   */
+  private holdBody(exchange: Exchange, req: CallRequest): boolean {
+    const res = exchange.res;
+    if (res instanceof UwsCall) return res.holdBody();
+    const chunked = (req.headers['transfer-encoding'] ?? '').includes('chunked');
+    const declared = chunked ? this.deps.config.limits.maxBodyBytes
+      : Math.min(Number(req.headers['content-length'] ?? 0) || 0,
+        this.deps.config.limits.maxBodyBytes);
+    if (declared <= 0) return true;
+    if (!this.bodies.hold(declared)) return false;
+    let held = true;
+    const release = (): void => {
+      if (!held) return;
+      held = false;
+      this.bodies.release(declared);
+    };
+    // hyper-express emits 'close' when the client goes away (and once an answer is written).
+    (res as Response).once('close', release);
+    exchange.releaseBody = release;
+    return true;
   }
 
   private internalError(exchange: Exchange, error: unknown): KvError {

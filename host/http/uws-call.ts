@@ -23,6 +23,7 @@ import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { Slabs } from '../core/slabs.js';
 import type { AnswerBudget, WaitingAnswer } from './answer-budget.js';
+import type { BodyBudget } from './body-budget.js';
 
 /** The request headers the HTTP layer reads: only these are kept from a direct call. */
 export type CallHeaderName = keyof CollectedHeaders;
@@ -213,9 +214,12 @@ export class UwsCall implements CallRequest, CallResponse {
   private unsentFrom = 0;
   private answerBytes = 0;
   private waiting: WaitingAnswer | null = null;
+  /** Bytes of the body-budget this call holds (its declared length), until answered or gone. */
+  private bodyBytesHeld = 0;
 
   private constructor(readonly res: HttpResponse, req: HttpRequest, method: DirectMethod,
-    headers: CallHeaders, declared: number, private readonly budget: AnswerBudget) {
+    headers: CallHeaders, declared: number, private readonly budget: AnswerBudget,
+    private readonly bodies: BodyBudget) {
     this.method = method;
     this.path = req.getUrl();
     this.path_query = req.getQuery() as string | undefined;
@@ -230,7 +234,7 @@ export class UwsCall implements CallRequest, CallResponse {
    * (`setYield`): nothing of the response was touched, so the route behind gets it whole.
    */
   static accept(res: HttpResponse, req: HttpRequest, method: DirectMethod,
-    maxBodyBytes: number, budget: AnswerBudget): UwsCall | null {
+    maxBodyBytes: number, budget: AnswerBudget, bodies: BodyBudget): UwsCall | null {
     const headers = new CollectedHeaders();
     collecting = headers;
     req.forEach(collectHeader);
@@ -247,7 +251,7 @@ export class UwsCall implements CallRequest, CallResponse {
         return null;
       }
     }
-    return new UwsCall(res, req, method, headers, declared, budget);
+    return new UwsCall(res, req, method, headers, declared, budget, bodies);
   }
 
   /**
@@ -261,7 +265,28 @@ export class UwsCall implements CallRequest, CallResponse {
     this.res.onAborted(() => {
       this.completed = true;
       this.body = null;
+      this.releaseBody();
     });
+  }
+
+  /**
+   * Counts the body's declared length against the budget (body-budget.ts): true when it may
+   * be read, false when the call must be refused. Called as the call arrives, before a byte
+   * of the body is kept.
+   */
+  holdBody(): boolean {
+    if (this.declared === 0) return true;
+    if (!this.bodies.hold(this.declared)) return false;
+    this.bodyBytesHeld = this.declared;
+    return true;
+  }
+
+  /** Gives the body's bytes back to the budget; once answered, or once the client is gone. */
+  releaseBody(): void {
+    const held = this.bodyBytesHeld;
+    if (held === 0) return;
+    this.bodyBytesHeld = 0;
+    this.bodies.release(held);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { ANSWER_BYTES_WAITING_MAX } from '../http/answer-budget.js';
+import { BODY_BYTES_HELD_MAX } from '../http/body-budget.js';
 import {
   MAX_STATE_BYTES_DEFAULT, MAX_STATE_BYTES_LIMIT, MAX_STATE_BYTES_MIN, stateBudgetFor,
 } from '../machine/memory-budget.js';
@@ -93,6 +94,11 @@ export interface NodeConfig {
    * connection, before an answer's connection is closed instead (http/answer-budget.ts).
    */
   readonly maxWaitingAnswerBytes: number;
+  /**
+   * HIVEKV_MAX_HELD_BODY_BYTES: request body bytes held at once, over every connection,
+   * before a call is refused with 503 overloaded (http/body-budget.ts).
+   */
+  readonly maxHeldBodyBytes: number;
   /**
    * HIVEKV_MAX_STATE_BYTES: the state's memory budget (host/machine/memory-budget.ts); past
    * it, writes that would grow the state are refused. 1 MiB to 3 GiB; by default 2.5 GiB, or
@@ -423,6 +429,8 @@ export function loadConfig(flags: Flags, env: Env, memory: MemoryLimit | null = 
     minFreeBytes: intSetting(env, 'HIVEKV_MIN_FREE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40),
     maxWaitingAnswerBytes: intSetting(env, 'HIVEKV_MAX_WAITING_ANSWER_BYTES',
       ANSWER_BYTES_WAITING_MAX, 1024 * 1024, 2 ** 36),
+    maxHeldBodyBytes: intSetting(env, 'HIVEKV_MAX_HELD_BODY_BYTES', BODY_BYTES_HELD_MAX,
+      1024 * 1024, 2 ** 36),
     ...stateBudget(env, memory),
     requestTimeoutMs: intSetting(env, 'HIVEKV_REQUEST_TIMEOUT_MS', 5000, 100, 600_000),
     idempotencyTtlSeconds: intSetting(env, 'HIVEKV_IDEMPOTENCY_TTL_SECONDS', 86_400, 1,

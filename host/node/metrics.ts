@@ -427,6 +427,8 @@ function freeBytesGauge(registers: Registry[], read: () => number | null): void 
 export interface AnswersWaiting {
   readonly bytes: number;
   readonly closedConnections: number;
+  readonly bodyBytesHeld: number;
+  readonly refusedCalls: number;
 }
 
 function acceptingSeries(registers: Registry[], read: () => AcceptingGauges | null,
@@ -440,6 +442,13 @@ function acceptingSeries(registers: Registry[], read: () => AcceptingGauges | nu
     'because their answer would have taken the bytes waiting for clients past ' +
     'HIVEKV_MAX_WAITING_ANSWER_BYTES.',
   () => readAnswers()?.closedConnections ?? 0);
+  new Gauge({ name: 'hivekv_http_body_bytes_held', help: 'Bytes of request bodies held now ' +
+    '(declared lengths; a chunked body counts as QUEEN_MAX_BODY_BYTES).', registers, collect() {
+    this.set(readAnswers()?.bodyBytesHeld ?? 0);
+  } });
+  totalCounter(registers, 'hivekv_http_bodies_refused_total', 'Calls refused with 503 ' +
+    'overloaded because their body would have taken the bytes held past ' +
+    'HIVEKV_MAX_HELD_BODY_BYTES.', () => readAnswers()?.refusedCalls ?? 0);
   new Gauge({ name: 'hivekv_http_accepting', help: '1 while the HTTP server accepts ' +
     'connections; 0 while it has closed its listening socket because the process\'s file ' +
     'descriptors run short (new clients are refused, open connections served).', registers,

@@ -1,8 +1,10 @@
-// The bound on answers waiting for slow clients (host/http/answer-budget.ts): what is kept,
-// what is closed, and that stalled answers give way to new ones, stalest first.
+// The bounds on answers waiting for slow clients (host/http/answer-budget.ts) and on bodies
+// held (body-budget.ts): what is kept, what is closed or refused, and that stalled answers
+// give way to new ones, stalest first.
 import { describe, expect, it } from 'vitest';
 
 import { AnswerBudget, STALLED_MS } from '../../host/http/answer-budget.js';
+import { BodyBudget } from '../../host/http/body-budget.js';
 
 function harness(maxBytes: number) {
   const clock = { ms: 0 };
@@ -52,5 +54,20 @@ describe('AnswerBudget', () => {
     expect(admit('e', 30)).toBeNull();
     expect(closed).toEqual(['b']);
     expect(budget.closedConnections).toBe(2);
+  });
+});
+
+describe('BodyBudget', () => {
+  it('holds bodies within the bound, always the first, and counts what it refuses', () => {
+    const budget = new BodyBudget(100);
+    expect(budget.hold(250)).toBe(true);
+    expect(budget.hold(1)).toBe(false);
+    budget.release(250);
+    expect(budget.hold(60)).toBe(true);
+    expect(budget.hold(40)).toBe(true);
+    expect(budget.hold(1)).toBe(false);
+    expect(budget).toMatchObject({ heldBytes: 100, refusedCalls: 2 });
+    budget.release(100);
+    expect(() => budget.release(1)).toThrow(/below zero/);
   });
 });

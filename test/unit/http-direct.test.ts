@@ -357,13 +357,13 @@ describe('a direct call on its connection', () => {
       let watched = 0;
       const accept = UwsCall.accept.bind(UwsCall);
       vi.spyOn(UwsCall, 'accept').mockImplementation((res, req, method, maxBodyBytes,
-        budget) => {
+        budget, bodies) => {
         const onAborted = res.onAborted.bind(res);
         res.onAborted = (handler) => {
           watched++;
           return onAborted(handler);
         };
-        return accept(res, req, method, maxBodyBytes, budget);
+        return accept(res, req, method, maxBodyBytes, budget, bodies);
       });
       const { handle, service, agent } = await start(true);
       const read = { method: 'GET', path: '/api/v1/kv/orders/k', body: null,

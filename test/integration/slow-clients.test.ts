@@ -1,11 +1,13 @@
 /**
- * Clients that send requests and never read the answers cannot make a node buffer them
- * without bound (host/http/answer-budget.ts). Before, eight connections pipelining large
- * reads each grew a node by gigabytes: uWebSockets kept every answer the socket could not
- * take. Now a connection holds at most one answer the client has not read, the sum of those
- * is bounded by HIVEKV_MAX_WAITING_ANSWER_BYTES, and a connection past it is closed. Both
- * ways into the node are tried: a body of a declared length (the direct path) and a chunked
- * one (through hyper-express). A real process over loopback; RSS read from /proc.
+ * Slow clients cannot make a node hold memory without bound. Clients that send requests and
+ * never read the answers (host/http/answer-budget.ts): before, eight connections pipelining
+ * large reads each grew a node by gigabytes, as uWebSockets kept every answer the socket
+ * could not take. Now a connection holds at most one answer the client has not read, the sum
+ * of those is bounded by HIVEKV_MAX_WAITING_ANSWER_BYTES, and a connection past it is closed.
+ * Clients that send most of a large body and stall (host/http/body-budget.ts): the bodies
+ * held are bounded by HIVEKV_MAX_HELD_BODY_BYTES, and calls past it are refused. Both ways
+ * into the node are tried: a body of a declared length (the direct path) and a chunked one
+ * (through hyper-express). Real processes over loopback; RSS read from /proc.
  */
 import { readFileSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
@@ -26,7 +28,7 @@ const WAITING_MAX = 32 * MIB;
 const GROWTH_BYTES_MAX = 400 * MIB;
 
 let node: NodeProcess;
-const dir = tempDir('slow-readers');
+const dir = tempDir('slow-clients');
 
 beforeAll(async () => {
   node = await startNode({ dataDir: dir, env: { ...UNLIMITED_RATES,
@@ -126,4 +128,61 @@ describe('clients that do not read their answers', () => {
     expect(answer.body.results[0].rows).toHaveLength(KEYS);
     await released(sockets);
   }, 60_000);
+});
+
+describe('clients that send most of a large body and stall', () => {
+  let small: NodeProcess;
+  const smallDir = tempDir('held-bodies');
+  const BODY_BYTES = 20 * MIB;
+  const HELD_MAX = 64 * MIB;
+  const UPLOADS = 12;
+
+  beforeAll(async () => {
+    small = await startNode({ dataDir: smallDir, env: { ...UNLIMITED_RATES,
+      HIVEKV_MAX_HELD_BODY_BYTES: String(HELD_MAX) } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await small.kill();
+    removeDir(smallDir);
+  });
+
+  it.each(BODIES)('with %s: the bodies held stay within the bound, the rest are refused',
+    async (_, chunked) => {
+      const metricOf = async (name: string): Promise<number> => {
+        const text = (await call(small.url, 'GET', '/metrics')).text;
+        return Number(text.split('\n').find((l) => l.startsWith(`${name} `))?.split(' ')[1]);
+      };
+      const refusedBefore = await metricOf('hivekv_http_bodies_refused_total');
+      const before = rssBytes(small.pid);
+      const head = 'POST /api/v1/kv HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+        'content-type: application/json\r\n';
+      const part = Buffer.alloc(BODY_BYTES - MIB, 'x');
+      const sockets: Socket[] = [];
+      const answers: string[] = [];
+      for (let i = 0; i < UPLOADS; i += 1) {
+        const socket = createConnection({ host: '127.0.0.1', port: small.port });
+        socket.on('error', () => undefined);
+        socket.on('data', (data: Buffer) => answers.push(data.toString()));
+        socket.write(chunked ? `${head}transfer-encoding: chunked\r\n\r\n` +
+          `${part.byteLength.toString(16)}\r\n` : `${head}content-length: ${BODY_BYTES}\r\n\r\n`);
+        socket.write(part);
+        sockets.push(socket);
+      }
+      let peak = before;
+      for (let i = 0; i < 20; i += 1) {
+        await sleep(150);
+        peak = Math.max(peak, rssBytes(small.pid));
+      }
+      // Before, every connection's body was kept: 230 MB here, gigabytes with more of them.
+      expect(peak - before).toBeLessThan(HELD_MAX + 64 * MIB);
+      expect(await metricOf('hivekv_http_bodies_refused_total')).toBeGreaterThan(refusedBefore);
+      expect(await metricOf('hivekv_http_body_bytes_held')).toBeLessThanOrEqual(HELD_MAX);
+      for (const socket of sockets) socket.destroy();
+      await waitFor('the bodies to be released', 10_000, async () =>
+        await metricOf('hivekv_http_body_bytes_held') === 0 ? true : undefined);
+      const put = await kv(small.url, [{ op: 'put', ns: 'b', key: 'k', value: 1,
+        forever: true }]);
+      expect(put.status).toBe(200);
+    }, 60_000);
 });
