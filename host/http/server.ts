@@ -81,20 +81,20 @@ export interface HttpServerHandle {
   closeListener(): void;
   /** Listens again on the same host and port; false if it could not (the port was taken). */
   listenAgain(): Promise<boolean>;
-  /** Answers waiting for slow clients: their bytes, and connections closed for want of room. */
-  answersWaiting(): HttpBudgetFigures;
+  /** What the answer and body budgets hold now, and whom they turned away. */
+  budgets(): HttpBudgetFigures;
 }
 
 /** What the answer and body budgets hold, and whom they turned away (for /metrics). */
 export interface HttpBudgetFigures {
   /** Bytes of answers waiting for clients to read them. */
-  readonly bytes: number;
+  readonly answerBytesWaiting: number;
   /** Connections closed to keep those within HIVEKV_MAX_WAITING_ANSWER_BYTES. */
-  readonly closedConnections: number;
+  readonly slowReadersClosed: number;
   /** Bytes of request bodies held now. */
   readonly bodyBytesHeld: number;
   /** Calls refused to keep those within HIVEKV_MAX_HELD_BODY_BYTES. */
-  readonly refusedCalls: number;
+  readonly bodiesRefused: number;
 }
 
 /** A client's `x-request-id` is echoed only if it is this short and plain (log safety). */
@@ -240,9 +240,9 @@ export async function startHttpServer(deps: HttpDeps, host: string,
       app.stopping = true;
     },
     drain: (timeoutMs) => app.drain(timeoutMs),
-    answersWaiting: () => ({ bytes: app.answers.waitingBytes,
-      closedConnections: app.answers.closedConnections, bodyBytesHeld: app.bodies.heldBytes,
-      refusedCalls: app.bodies.refusedCalls }),
+    budgets: () => ({ answerBytesWaiting: app.answers.waitingBytes,
+      slowReadersClosed: app.answers.closedConnections, bodyBytesHeld: app.bodies.heldBytes,
+      bodiesRefused: app.bodies.refusedCalls }),
     close: async () => {
       listener.close();
       // Also ends open keep-alive connections, which closing the listen socket leaves open.

@@ -325,7 +325,7 @@ function watchNode(metrics: NodeMetrics, logger: Logger, replica: Replica,
   metrics.readMemoryFrom(() => ({ ...machine.memoryUse(), stateBytesMax: replica.maxStateBytes,
     machineMemoryBytes: machine.memoryBytes(), ...idempotencyGauges(machine) }));
   metrics.readIdlePollFrom(() => http.idlePollSeconds());
-  metrics.readAnswersFrom(() => http.answersWaiting());
+  metrics.readHttpBudgetsFrom(() => http.budgets());
   watchLoopStalls(metrics, logger);
 }
 

@@ -16,6 +16,7 @@ import {
   Registry,
 } from 'prom-client';
 import type { RequestMetrics } from '../http/guards.js';
+import type { HttpBudgetFigures } from '../http/server.js';
 import type { SnapshotEvent } from './replica.js';
 import { PlainCounter, PlainHistogram } from './plain-metrics.js';
 
@@ -126,7 +127,7 @@ export class NodeMetrics implements RequestMetrics {
   private idlePollSource: (() => number) | null = null;
   private loopStallsSource: (() => number) | null = null;
   private acceptingSource: (() => AcceptingGauges) | null = null;
-  private answersSource: (() => AnswersWaiting) | null = null;
+  private budgetsSource: (() => HttpBudgetFigures) | null = null;
   private freeBytesSource: (() => number | null) | null = null;
   private clockOffsetSource: (() => number) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
@@ -154,8 +155,8 @@ export class NodeMetrics implements RequestMetrics {
     memoryGauges(registers, () => this.memorySource?.() ?? null);
     loopSeries(registers, () => this.idlePollSource?.() ?? 0,
       () => this.loopStallsSource?.() ?? 0);
-    acceptingSeries(registers, () => this.acceptingSource?.() ?? null,
-      () => this.answersSource?.() ?? null);
+    connectionSeries(registers, () => this.acceptingSource?.() ?? null,
+      () => this.budgetsSource?.() ?? null);
     environmentGauges(registers, () => this.freeBytesSource?.() ?? null,
       () => this.clockOffsetSource?.() ?? 0);
     this.tenantKeys = new Gauge({
@@ -306,9 +307,9 @@ export class NodeMetrics implements RequestMetrics {
     this.freeBytesSource = source;
   }
 
-  /** Where the answers waiting for slow clients are read from (http/answer-budget.ts). */
-  readAnswersFrom(source: () => AnswersWaiting): void {
-    this.answersSource = source;
+  /** Where the answers waiting and the bodies held are read from at each scrape. */
+  readHttpBudgetsFrom(source: () => HttpBudgetFigures): void {
+    this.budgetsSource = source;
   }
 
   /** Where the accept gate's figures are read from at each scrape (http/accept-gate.ts). */
@@ -423,32 +424,28 @@ function freeBytesGauge(registers: Registry[], read: () => number | null): void 
   } });
 }
 
-/** Answers written in part, waiting for their clients (http/answer-budget.ts). */
-export interface AnswersWaiting {
-  readonly bytes: number;
-  readonly closedConnections: number;
-  readonly bodyBytesHeld: number;
-  readonly refusedCalls: number;
-}
-
-function acceptingSeries(registers: Registry[], read: () => AcceptingGauges | null,
-  readAnswers: () => AnswersWaiting | null): void {
+/**
+ * What the HTTP server holds and turns away: its listening socket (accept-gate.ts), the
+ * answers waiting for clients and the bodies held (answer-budget.ts, body-budget.ts).
+ */
+function connectionSeries(registers: Registry[], read: () => AcceptingGauges | null,
+  readBudgets: () => HttpBudgetFigures | null): void {
   new Gauge({ name: 'hivekv_http_answer_bytes_waiting', help: 'Bytes of answers the ' +
     'socket has not taken yet, waiting for clients to read them (every connection).',
   registers, collect() {
-    this.set(readAnswers()?.bytes ?? 0);
+    this.set(readBudgets()?.answerBytesWaiting ?? 0);
   } });
   totalCounter(registers, 'hivekv_http_slow_readers_closed_total', 'Connections closed ' +
     'because their answer would have taken the bytes waiting for clients past ' +
     'HIVEKV_MAX_WAITING_ANSWER_BYTES.',
-  () => readAnswers()?.closedConnections ?? 0);
+  () => readBudgets()?.slowReadersClosed ?? 0);
   new Gauge({ name: 'hivekv_http_body_bytes_held', help: 'Bytes of request bodies held now ' +
     '(declared lengths; a chunked body counts as QUEEN_MAX_BODY_BYTES).', registers, collect() {
-    this.set(readAnswers()?.bodyBytesHeld ?? 0);
+    this.set(readBudgets()?.bodyBytesHeld ?? 0);
   } });
   totalCounter(registers, 'hivekv_http_bodies_refused_total', 'Calls refused with 503 ' +
     'overloaded because their body would have taken the bytes held past ' +
-    'HIVEKV_MAX_HELD_BODY_BYTES.', () => readAnswers()?.refusedCalls ?? 0);
+    'HIVEKV_MAX_HELD_BODY_BYTES.', () => readBudgets()?.bodiesRefused ?? 0);
   new Gauge({ name: 'hivekv_http_accepting', help: '1 while the HTTP server accepts ' +
     'connections; 0 while it has closed its listening socket because the process\'s file ' +
     'descriptors run short (new clients are refused, open connections served).', registers,

@@ -198,7 +198,7 @@ export async function readHardStateFile(dir: string): Promise<HardState | null> 
  * Creates the file whole (temp file, fsync, rename, directory fsync), its first slot holding
  * `hardState` at `sequence`. Only for a directory without one: it needs a new block.
  */
-export async function createHardStateFile(
+async function createHardStateFile(
   dir: string,
   hardState: HardState,
   observe?: FsyncObserver,
