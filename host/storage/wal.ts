@@ -499,8 +499,12 @@ export class Wal {
 
   /**
    * Drops the segments whose records are all at or below `index`, after a snapshot at
-   * `index` is durable; raises the overwrite floor to `index`. When the snapshot is past the
-   * whole log (installed from a leader), the log restarts at `index + 1`.
+   * `index` is durable; raises the overwrite floor to `index`. The segment being written
+   * stays while the snapshot does not pass the log's end: a node's own snapshot often covers
+   * every entry (taken while no call came), and dropping the segment then would restart the
+   * log after it at every quiet snapshot, losing the history `replay --from-start` reads
+   * for nothing (its room is zero-filled already). When the snapshot is past the whole log
+   * (installed from a leader), the log restarts at `index + 1`.
    *
    * Their files stay until `removeDiscarded`, which the caller runs without holding up log
    * flushes: unlinking a 64 MiB segment took 17 ms under puts here, and with it inside the
@@ -513,6 +517,7 @@ export class Wal {
       const next = this.segments[1];
       const headLastIndex = next === undefined ? this.lastIndexValue : next.firstIndex - 1;
       if (headLastIndex > index) break;
+      if (next === undefined && index <= this.lastIndexValue) break;
       this.segments.shift();
       this.totalPendingBytes -= head.pendingBytes;
       this.returnSpare(head);
@@ -656,12 +661,16 @@ export class Wal {
     }
   }
 
-  /** A lone segment whose records are all covered by the snapshot goes too. */
+  /**
+   * A lone segment that ends before the snapshot (one installed past the whole log) goes
+   * too; one that ends at the snapshot's index stays and goes on being written, as
+   * `discardThrough` leaves it.
+   */
   private async dropCoveredTail(snapshotIndex: number): Promise<void> {
     const only = this.segments[0];
     if (this.segments.length !== 1 || only === undefined) return;
     const lastInSegment = only.firstIndex + only.offsets.length - 1;
-    if (lastInSegment > snapshotIndex || snapshotIndex === 0) return;
+    if (lastInSegment >= snapshotIndex || snapshotIndex === 0) return;
     this.segments = [];
     await unlink(only.path);
     await fsyncDirectory(this.walDir, this.observe);

@@ -97,11 +97,19 @@ describe('replay of a real node\'s data directory', () => {
   });
 
   it('inspect refuses entries the log does not hold, saying what it holds', async () => {
-    // A log compacted by a live export's snapshot, then three more entries after it.
+    // A log compacted by a live export's snapshot, then three more entries after it. The
+    // snapshot drops whole segments only, and never the one being written: the first 64 MiB
+    // segment is filled first (18 calls of 64 values of 60 kB), so the log rolls past it.
     const compactedDir = tempDir('inspect-range');
     const node = await startNode({ dataDir: compactedDir, env: UNLIMITED_RATES });
     const put = (key: string) => kv(node.url, [{ op: 'put', ns: 'n', key, value: 1,
       forever: true }]);
+    const large = 'x'.repeat(60_000);
+    for (let call = 0; call < 18; call++) {
+      const ops = Array.from({ length: 64 }, (_, i) => ({ op: 'put', ns: 'big', key: `k${i}`,
+        value: large, forever: true }));
+      expect((await kv(node.url, ops)).status).toBe(200);
+    }
     for (const key of ['a', 'b', 'c']) expect((await put(key)).status).toBe(200);
     const exported = await hivekv(['export', '--url', node.url, '--out',
       join(compactedDir, 'dump.ndjson')]);

@@ -157,6 +157,34 @@ it('a snapshot past the end of the log restarts the log after it', async () => {
   expect(state.entries).toEqual(entries(31, 3, 2));
 });
 
+it('a snapshot at the end of the log keeps the segment being written, and the log goes on in it',
+  async () => {
+    const dir = await freshDir();
+    const { storage } = await open(dir, 1024 * 1024);
+    storage.append(entries(1, 10));
+    await storage.sync();
+    const segments = await walSegments(dir);
+    expect(segments).toHaveLength(1);
+    await saveSnapshotBytes(storage, meta(10), machineBytes(10));
+    expect(await walSegments(dir)).toEqual(segments);
+    storage.append(entries(11, 3));
+    await storage.sync();
+    await storage.close();
+    expect(await walSegments(dir)).toEqual(segments);
+    const state = await recoverOnce(dir, 1024 * 1024);
+    expect(state.snapshot?.meta.index).toBe(10);
+    expect(state.entries).toEqual(entries(11, 3));
+    // Reopened with the snapshot at the log's end, the segment stays too.
+    const again = await open(dir, 1024 * 1024);
+    await saveSnapshotBytes(again.storage, meta(13), machineBytes(13));
+    await again.storage.close();
+    expect(await walSegments(dir)).toEqual(segments);
+    const last = await recoverOnce(dir, 1024 * 1024);
+    expect(last.snapshot?.meta.index).toBe(13);
+    expect(last.entries).toEqual([]);
+    expect(await walSegments(dir)).toEqual(segments);
+  });
+
 it('only the newest two snapshots are kept', async () => {
   const dir = await freshDir();
   const { storage } = await open(dir);
