@@ -21,8 +21,10 @@
  * The own clock stands while it is within CLOCK_TOLERANCE_MS of those bounds (the readings
  * are a network hop and some drift apart), and the bound replaces it beyond. With fewer than
  * q clocks known (the first second after a start, or most voters down, when nothing can
- * commit) the own clock stands. With some voters unheard, a right own clock may be held back
- * by a clock that runs behind: lifetimes then run long, never short.
+ * commit) the own clock stands, but a new leader holds its proposals until it knows q
+ * (leader-clock-wait.ts), so nothing is stamped by it unbounded in that first second. With
+ * some voters unheard, a right own clock may be held back by a clock that runs behind:
+ * lifetimes then run long, never short.
  *
  * Pure below `ClusterClock`, which caches the correction: a put reads two clocks and adds,
  * and the bound is worked out again ten times a second, or at once when the wall clock jumps
@@ -93,6 +95,7 @@ export class ClusterClock {
   private standing: ClockStanding = 'within';
   private wallAtRefresh = Number.NEGATIVE_INFINITY;
   private monotonicAtRefresh = Number.NEGATIVE_INFINITY;
+  private majorityKnown = false;
 
   constructor(private readonly deps: ClusterClockDeps) {}
 
@@ -107,6 +110,16 @@ export class ClusterClock {
     return wall + this.correctionMs;
   }
 
+  /**
+   * Whether a majority of the voters' clocks are known now, worked out afresh (and the
+   * correction with it, so the next stamp uses them). A leader holds its proposals until
+   * this is true (replica.ts, `clockKnown`); it asks only until then, once a tick.
+   */
+  knowsMajority(): boolean {
+    this.refresh(this.deps.wallMs(), this.deps.monotonicMs());
+    return this.majorityKnown;
+  }
+
   /** The own clock minus the voters' bound, as last worked out (0 within it). */
   offsetMs(): number {
     this.nowMs();
@@ -117,6 +130,7 @@ export class ClusterClock {
     this.wallAtRefresh = wall;
     this.monotonicAtRefresh = monotonic;
     const { voterCount, clocksMs } = this.deps.voterClocks(wall);
+    this.majorityKnown = clocksMs.length >= Math.floor(voterCount / 2) + 1;
     const clock = boundedClock(wall, clocksMs, voterCount);
     // Whole milliseconds: estimates carry the monotonic clock's fractions, stamps may not.
     this.correctionMs = Math.round(clock.nowMs - wall);

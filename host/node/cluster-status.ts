@@ -9,6 +9,12 @@
  * view): a status from a non-member is dropped, and a member that left is forgotten.
  * Ages are measured on this node's monotonic clock at receipt, never from the sender's clock.
  * Never throws on a frame: a malformed or misaddressed status is dropped.
+ *
+ * Besides the rounds, a status goes to a peer the moment its link comes up (`linkUp`), and in
+ * answer to a member heard for the first time or after it went stale: frames sent before a
+ * link is up are dropped, and a leader holds its first proposals until it knows a majority
+ * of the voters' clocks (replica.ts, `clockKnown`), so members learn each other's clocks
+ * within a round trip of linking instead of at the next round.
  */
 import type { VoterClocks } from './cluster-clock.js';
 import type { NodeHealth } from './service.js';
@@ -97,8 +103,17 @@ export class ClusterStatus {
     const status = decodeStatusFrame(frame);
     if (status === null || status.id !== from || from === this.selfId) return true;
     if (!this.currentMembers().includes(from)) return true;
-    this.heard.set(from, { status, receivedAtMs: this.deps.monotonicMs() });
+    const now = this.deps.monotonicMs();
+    const before = this.heard.get(from);
+    this.heard.set(from, { status, receivedAtMs: now });
+    // Each side answers at most once a stale period, so two members never bounce statuses.
+    if (before === undefined || now - before.receivedAtMs > STATUS_STALE_MS) this.sendTo(from);
     return true;
+  }
+
+  /** The link to `peer` came up: it hears this node's status now, not at the next round. */
+  linkUp(peer: string): void {
+    if (peer !== this.selfId && this.currentMembers().includes(peer)) this.sendTo(peer);
   }
 
   /** This node's own status now. */
@@ -185,6 +200,12 @@ export class ClusterStatus {
       if (id !== this.selfId) this.deps.transport.send(id, frame);
     }
     this.timer = this.deps.scheduler.after(STATUS_SEND_EVERY_MS, () => this.sendRound());
+  }
+
+  /** Sends this node's status to one member; nothing before `start` (no URL to give yet). */
+  private sendTo(peer: string): void {
+    if (this.url === null || this.timer === null) return;
+    this.deps.transport.send(peer, encodeStatusFrame(this.selfStatus()));
   }
 
   private currentMembers(): readonly string[] {

@@ -42,7 +42,7 @@ import { NodeMetrics } from './metrics.js';
 import { operatorDeps } from './operator-views.js';
 import { registerPeerMetrics } from './peer-metrics.js';
 import {
-  RAFT_FRAME_SETTINGS, Replica, type ReplicaOptions, type SnapshotEvent,
+  RAFT_FRAME_SETTINGS, Replica, type ReplicaDeps, type ReplicaOptions, type SnapshotEvent,
 } from './replica.js';
 import { realScheduler } from './scheduler.js';
 import { StartupTimeline } from './startup-timeline.js';
@@ -62,14 +62,15 @@ const PAUSED_CHECK_EVERY_TICKS = 5;
 const TENANTS_IN_METRICS_MAX = 100;
 
 function buildTransport(config: NodeConfig, clusterId: string, tls: PeerTlsMaterial | null,
-  logger: Logger) {
+  logger: Logger, onLinkUp: (peer: string) => void) {
   // A node without a peer listener or a secret cannot link: it stays a single node
   // (membership changes answer 409 members_no_peer_link).
   const secrets = config.clusterSecrets;
   if (config.peerListen === null || secrets === null) return new NoPeersTransport();
   assertFrameBound(RAFT_FRAME_SETTINGS);
   return new WsTransport({ selfId: config.id, clusterId, secrets, listen: config.peerListen,
-    peers: config.peers, tls, log: logger.child({ component: 'peers' }) });
+    peers: config.peers, tls, log: logger.child({ component: 'peers' }),
+    onLinkChange: (peer, up) => { if (up) onLinkUp(peer); } });
 }
 
 /**
@@ -209,6 +210,17 @@ function reportSpace(logger: Logger, change: SpaceChange): void {
   }
 }
 
+/** The replica's clock and what it says when a new leader's wait for its voters' ran out. */
+function stampClockDeps(cluster: ClusterStatus, metrics: NodeMetrics,
+  logger: Logger): Pick<ReplicaDeps, 'stampClock' | 'onClockWaitedOut'> {
+  return {
+    stampClock: startStampClock(cluster, metrics, logger),
+    onClockWaitedOut: (waitedMs) => logger.warn({ waitedMs }, 'this node leads without having ' +
+      'heard a majority of the voters\' clocks: it stamps the log by its own clock; check ' +
+      'that its peers run this release and their links are up'),
+  };
+}
+
 /** The clock the node stamps entries by: its own, held within its voters' (cluster-clock.ts). */
 function startStampClock(cluster: ClusterStatus, metrics: NodeMetrics,
   logger: Logger): ClusterClock {
@@ -262,15 +274,13 @@ export async function serve(config: NodeConfig): Promise<void> {
     process.exit(error instanceof DivergenceError ? DIVERGED_EXIT_CODE : 1);
   };
   process.on('unhandledRejection', (reason) => fatal(new Error(`unhandled rejection: ${reason}`)));
-  const storage = new FileStorage(join(dataDir), {
-    minFreeBytes: config.minFreeBytes,
-    onFsyncSeconds: (seconds) => metrics.observeFsync(seconds),
-    onRecoverPhase: startup.mark,
-    onSpaceChange: (change) => reportSpace(logger, change),
-  });
+  const storage = new FileStorage(join(dataDir), { minFreeBytes: config.minFreeBytes,
+    onFsyncSeconds: (seconds) => metrics.observeFsync(seconds), onRecoverPhase: startup.mark,
+    onSpaceChange: (change) => reportSpace(logger, change) });
   const machine = StateMachine.create();
   startup.mark('wasm instantiated');
-  const transport = buildTransport(config, clusterId.id, tls, logger);
+  // A link comes up on a socket event, after `cluster` below is set.
+  const transport = buildTransport(config, clusterId.id, tls, logger, (p) => cluster.linkUp(p));
   if (transport instanceof WsTransport) registerPeerMetrics(metrics.registry, transport.stats);
   // The status table asks the replica for members and health only once both exist.
   const cluster: ClusterStatus = new ClusterStatus(config.id, {
@@ -279,7 +289,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     voters: (): readonly string[] => replica.voters() });
   const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
     storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
-    stampClock: startStampClock(cluster, metrics, logger),
+    ...stampClockDeps(cluster, metrics, logger),
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
     onSnapshot: reportSnapshot(metrics, logger), onStartPhase: startup.mark });

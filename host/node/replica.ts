@@ -63,6 +63,7 @@ import {
   ChunkSender, restoreMachine, SNAPSHOT_SLICE_BYTES, snapshotDue, SnapshotReceiver, Snapshotter,
 } from './snapshotter.js';
 import { SyncPlacement } from './sync-placement.js';
+import { LEADER_CLOCK_WAIT_MS, LeaderClockWait, type MajorityClock } from './leader-clock-wait.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 import type {
   CallSink, KvService, MembersResult, MembersService, MembersView, NodeHealth, QuotaView,
@@ -138,7 +139,9 @@ export interface ReplicaDeps {
    * The clock entries are stamped and expiry judged by (cluster-clock.ts: the wall clock held
    * within what a majority of voters' clocks allow); the scheduler's wall clock without it.
    */
-  readonly stampClock?: { nowMs(): number };
+  readonly stampClock?: { nowMs(): number } & Partial<MajorityClock>;
+  /** A new leader's wait for a majority of the voters' clocks ran out (leader-clock-wait.ts). */
+  readonly onClockWaitedOut?: (waitedMs: number) => void;
   /** Takes the peer frames that are not Raft's (member status); true when it took one. */
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
@@ -258,7 +261,10 @@ export class Replica implements KvService, MembersService {
   private nextSeq = 1;
   private nextReadId: number;
   private readonly writesBySeq = new SeqTable<PendingWrite>();
-  /** Writes waiting for a leader to be known, in arrival order. */
+  /**
+   * Writes waiting for a leader to be known, or for a new leader to know its voters' clocks
+   * (`clockWait`), in arrival order.
+   */
   private readonly writesAwaitingLeader: PendingWrite[] = [];
   private readonly reads = new SeqTable<PendingRead>();
   private readonly readsAwaitingLeader: number[] = [];
@@ -315,6 +321,8 @@ export class Replica implements KvService, MembersService {
   private exportable: { meta: SnapshotMeta; digest: string } | null = null;
   /** An export wants a snapshot now, due or not (`snapshotForExport`). */
   private exportWanted = false;
+  /** A new leader stamps nothing until it knows a majority of the voters' clocks. */
+  private readonly clockWait: LeaderClockWait;
 
   constructor(
     private readonly options: ReplicaOptions,
@@ -333,6 +341,12 @@ export class Replica implements KvService, MembersService {
     }, { core: () => this.core, transport: deps.transport, scheduler: deps.scheduler,
       pump: () => this.pump(), isRunning: () => this.state === 'running' });
     this.checkpoints = new CheckpointSchedule(options.digestEvery ?? DIGEST_EVERY_DEFAULT);
+    const clock = deps.stampClock;
+    this.clockWait = new LeaderClockWait(
+      clock?.knowsMajority === undefined ? undefined
+        : { knowsMajority: () => clock.knowsMajority!() },
+      Math.ceil(LEADER_CLOCK_WAIT_MS / options.tickMs),
+      (ticks) => deps.onClockWaitedOut?.(ticks * options.tickMs));
     const bytesPerSecond = options.snapshotBytesPerSec ?? 0;
     this.snapshotter = new Snapshotter(deps.machine, deps.storage, SNAPSHOT_SLICE_BYTES,
       bytesPerSecond <= 0 ? null : {
@@ -655,6 +669,10 @@ export class Replica implements KvService, MembersService {
   }
 
   private proposeOrQueue(pending: PendingWrite): void {
+    if (!this.clockKnown()) {
+      this.writesAwaitingLeader.push(pending);
+      return;
+    }
     const seq = this.nextSeq++;
     const data = encodeEnvelope(this.origin, seq, pending.command);
     const result = this.core.propose(data, this.stampMs());
@@ -684,11 +702,14 @@ export class Replica implements KvService, MembersService {
       this.writesBySeq.take(seq);
       pending.waiter.unavailable(timedOut);
     }
+    const notProposed = unavailable('no_leader', this.core.status().leader === null
+      ? 'no leader was elected in time'
+      : 'the new leader had not yet heard its voters\' clocks: the write was not proposed');
     for (let i = this.writesAwaitingLeader.length - 1; i >= 0; i--) {
       const pending = this.writesAwaitingLeader[i];
       if (pending === undefined || pending.deadlineMs > now) continue;
       this.writesAwaitingLeader.splice(i, 1);
-      pending.waiter.unavailable(unavailable('no_leader', 'no leader was elected in time'));
+      pending.waiter.unavailable(notProposed);
     }
     for (const [requestId, pending] of this.reads.entries()) {
       if (pending.deadlineMs > now) continue;
@@ -723,6 +744,12 @@ export class Replica implements KvService, MembersService {
     return Math.max(this.stampMs(), this.deps.machine.lastTimeMs);
   }
 
+  /** Whether this node may stamp a proposal now (leader-clock-wait.ts). */
+  private clockKnown(): boolean {
+    const status = this.core.status();
+    return this.clockWait.mayStamp(status.role, status.term);
+  }
+
   /** The time a proposal is stamped with and expiry judged by (`ReplicaDeps.stampClock`). */
   private stampMs(): number {
     return this.deps.stampClock?.nowMs() ?? this.deps.scheduler.nowMs();
@@ -754,6 +781,11 @@ export class Replica implements KvService, MembersService {
     this.tickTimer = this.deps.scheduler.after(this.options.tickMs, () => {
       if (this.state !== 'running') return;
       this.core.tick();
+      const status = this.core.status();
+      // Writes held for a new leader's clock go out the tick it knows its voters' clocks.
+      if (this.clockWait.tick(status.role, status.term) && this.writesAwaitingLeader.length > 0) {
+        this.releaseAwaitingLeader();
+      }
       this.expireOverdue();
       this.proposeCheckpointWhenDue();
       this.pump();
@@ -765,7 +797,7 @@ export class Replica implements KvService, MembersService {
     this.sweepTimer = this.deps.scheduler.after(this.options.expireEveryMs, () => {
       if (this.state !== 'running') return;
       const status = this.core.status();
-      if (status.role === 'leader' && this.sweepDue() &&
+      if (status.role === 'leader' && this.clockKnown() && this.sweepDue() &&
         this.pendingCount() < PENDING_REQUESTS_MAX) {
         const command = encodeCommand({ kind: 'sweep', maxKeys: this.options.expireBatch });
         const seq = this.nextSeq++;
@@ -785,6 +817,7 @@ export class Replica implements KvService, MembersService {
     const status = this.core.status();
     const applied = this.deps.machine.appliedIndex;
     if (!this.checkpoints.due(status.role, status.term, applied, status.lastIndex)) return;
+    if (!this.clockKnown()) return;
     const command = encodeCommand({ kind: 'checkpoint', index: applied,
       digest: this.deps.machine.digest() });
     const result = this.core.propose(encodeEnvelope(this.origin, this.nextSeq++, command),

@@ -107,4 +107,26 @@ describe('a leader whose clock runs a year ahead', () => {
     expect(read.body.results[0]).toMatchObject({ found: true, value: 3 });
     expectHourFromNow(read.body.results[0].expiresAt);
   }, 60_000);
+
+  it('holds its first writes until it knows a majority of the voters\' clocks', async () => {
+    // Written the moment n1 leads with n2, before any status round could have come: stamped
+    // by n1's own clock, the write would carry its lifetime a year long, and the log's time
+    // (which never goes back) would stay a year ahead.
+    const nodes = new Map<string, NodeProcess>();
+    const start = await clusterOf(nodes);
+    const leader = await start('n1', { ...AHEAD, HIVEKV_TICK_MS: '5' });
+    await start('n2');
+    const written = await waitFor('a write through n1 as leader', WAIT_MS, async () => {
+      const answer = await kv(leader.url, [{ op: 'put', ns: 'clock', key: 'first', value: 4,
+        ...HOUR }]);
+      return answer.status === 200 ? answer : undefined;
+    });
+    expect(written.body.results[0]).toMatchObject({ applied: true });
+    await start('n3');
+    const read = await waitFor('n3 to hold the write', WAIT_MS, async () => {
+      const answer = await kv(nodes.get('n3')!.url, [{ op: 'get', ns: 'clock', key: 'first' }]);
+      return answer.body.results?.[0]?.found === true ? answer : undefined;
+    });
+    expectHourFromNow(read.body.results[0].expiresAt);
+  }, 60_000);
 });

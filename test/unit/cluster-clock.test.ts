@@ -131,4 +131,18 @@ describe('ClusterClock', () => {
     peers += 40;
     expect(clock.nowMs()).toBe(TRUE_MS + 40);
   });
+
+  it('knows a majority once q clocks are heard, and the next stamp is bounded at once', () => {
+    let heard: number[] = [];
+    const { clock, time } = harness(() => heard);
+    time.wall = TRUE_MS + YEAR_MS;
+    // Only its own clock: no bound, and the own clock stands.
+    expect(clock.knowsMajority()).toBe(false);
+    expect(clock.nowMs()).toBe(TRUE_MS + YEAR_MS);
+    // A status arrives within the cached refresh period: asking works the bound out afresh.
+    heard = [TRUE_MS];
+    time.monotonic += 1;
+    expect(clock.knowsMajority()).toBe(true);
+    expect(clock.nowMs()).toBe(TRUE_MS);
+  });
 });

@@ -152,6 +152,38 @@ describe('cluster status', () => {
     expect(sent).toHaveLength(4);
   });
 
+  it('sends its status to a peer whose link came up, once started, to members only', () => {
+    const { cluster, sent } = harness();
+    cluster.linkUp('n2');
+    expect(sent).toEqual([]);
+    cluster.start('http://127.0.0.1:6632');
+    sent.length = 0;
+    cluster.linkUp('n3');
+    cluster.linkUp('n9');
+    cluster.linkUp('n1');
+    expect(sent.map(([to]) => to)).toEqual(['n3']);
+    expect(decodeStatusFrame(sent[0]![1]))
+      .toMatchObject({ id: 'n1', url: 'http://127.0.0.1:6632' });
+    cluster.stop();
+    cluster.linkUp('n2');
+    expect(sent).toHaveLength(1);
+  });
+
+  it('answers a member heard for the first time, or after it went stale, once', () => {
+    const { cluster, scheduler, sent } = harness();
+    cluster.start('http://127.0.0.1:6632');
+    sent.length = 0;
+    cluster.accept('n2', statusFrom('n2'));
+    expect(sent.map(([to]) => to)).toEqual(['n2']);
+    scheduler.monotonic += 500;
+    cluster.accept('n2', statusFrom('n2'));
+    expect(sent).toHaveLength(1);
+    scheduler.monotonic += STATUS_STALE_MS + 1;
+    cluster.accept('n2', statusFrom('n2'));
+    expect(sent.map(([to]) => to)).toEqual(['n2', 'n2']);
+    cluster.stop();
+  });
+
   it('keeps the last status of each member; it is down once older than the bound', () => {
     const { cluster, scheduler } = harness();
     expect(cluster.accept('n2', statusFrom('n2'))).toBe(true);
