@@ -95,6 +95,8 @@ export interface HttpBudgetFigures {
   readonly bodyBytesHeld: number;
   /** Calls refused to keep those within HIVEKV_MAX_HELD_BODY_BYTES. */
   readonly bodiesRefused: number;
+  /** Connections closed because their upload had stalled and another body needed room. */
+  readonly slowUploadsClosed: number;
 }
 
 /** A client's `x-request-id` is echoed only if it is this short and plain (log safety). */
@@ -242,7 +244,7 @@ export async function startHttpServer(deps: HttpDeps, host: string,
     drain: (timeoutMs) => app.drain(timeoutMs),
     budgets: () => ({ answerBytesWaiting: app.answers.waitingBytes,
       slowReadersClosed: app.answers.closedConnections, bodyBytesHeld: app.bodies.heldBytes,
-      bodiesRefused: app.bodies.refusedCalls }),
+      bodiesRefused: app.bodies.refusedCalls, slowUploadsClosed: app.bodies.closedUploads }),
     close: async () => {
       listener.close();
       // Also ends open keep-alive connections, which closing the listen socket leaves open.

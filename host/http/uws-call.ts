@@ -23,7 +23,7 @@ import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { Slabs } from '../core/slabs.js';
 import type { AnswerBudget, WaitingAnswer } from './answer-budget.js';
-import type { BodyBudget } from './body-budget.js';
+import type { BodyBudget, Upload } from './body-budget.js';
 
 /** The request headers the HTTP layer reads: only these are kept from a direct call. */
 export type CallHeaderName = keyof CollectedHeaders;
@@ -184,7 +184,7 @@ function writeCorked(): void {
   if (!done) call.waitForReader(body, total);
 }
 
-export class UwsCall implements CallRequest, CallResponse {
+export class UwsCall implements CallRequest, CallResponse, Upload {
   readonly method: string;
   readonly path: string;
   readonly path_query: string | undefined;
@@ -215,7 +215,9 @@ export class UwsCall implements CallRequest, CallResponse {
   private answerBytes = 0;
   private waiting: WaitingAnswer | null = null;
   /** Bytes of the body-budget this call holds (its declared length), until answered or gone. */
-  private bodyBytesHeld = 0;
+  bodyBytesHeld = 0;
+  /** When the body's last bytes came (body-budget.ts, `Upload`), while it is arriving. */
+  progressAtMs = 0;
 
   private constructor(readonly res: HttpResponse, req: HttpRequest, method: DirectMethod,
     headers: CallHeaders, declared: number, private readonly budget: AnswerBudget,
@@ -276,7 +278,7 @@ export class UwsCall implements CallRequest, CallResponse {
    */
   holdBody(): boolean {
     if (this.declared === 0) return true;
-    if (!this.bodies.hold(this.declared)) return false;
+    if (!this.bodies.hold(this.declared, this.bodyWhole ? undefined : this)) return false;
     this.bodyBytesHeld = this.declared;
     return true;
   }
@@ -286,7 +288,13 @@ export class UwsCall implements CallRequest, CallResponse {
     const held = this.bodyBytesHeld;
     if (held === 0) return;
     this.bodyBytesHeld = 0;
-    this.bodies.release(held);
+    this.bodies.release(held, this);
+  }
+
+  /** The body budget closes this call: its upload stalled while another body needed room. */
+  evict(): void {
+    this.releaseBody();
+    this.close();
   }
 
   /**
@@ -412,9 +420,12 @@ export class UwsCall implements CallRequest, CallResponse {
       this.received = chunk.byteLength;
       this.bodyWhole = true;
       this.bodyDone = null;
+      this.bodies.arrived(this);
       done(new Uint8Array(chunk));
       return;
     }
+    if (isLast) this.bodies.arrived(this);
+    else this.progressAtMs = this.bodies.nowMs();
     // An answer that went out before the body has no use for its bytes.
     if (!this.answerWaits) {
       const body = this.body ?? (this.body = bodySlabs.take(this.declared));

@@ -446,6 +446,10 @@ function connectionSeries(registers: Registry[], read: () => AcceptingGauges | n
   totalCounter(registers, 'hivekv_http_bodies_refused_total', 'Calls refused with 503 ' +
     'overloaded because their body would have taken the bytes held past ' +
     'HIVEKV_MAX_HELD_BODY_BYTES.', () => readBudgets()?.bodiesRefused ?? 0);
+  totalCounter(registers, 'hivekv_http_slow_uploads_closed_total', 'Connections closed ' +
+    'because their body had stopped arriving for a second or more while another call\'s ' +
+    'body needed room within HIVEKV_MAX_HELD_BODY_BYTES.',
+  () => readBudgets()?.slowUploadsClosed ?? 0);
   new Gauge({ name: 'hivekv_http_accepting', help: '1 while the HTTP server accepts ' +
     'connections; 0 while it has closed its listening socket because the process\'s file ' +
     'descriptors run short (new clients are refused, open connections served).', registers,

@@ -5,7 +5,8 @@
  * could not take. Now a connection holds at most one answer the client has not read, the sum
  * of those is bounded by HIVEKV_MAX_WAITING_ANSWER_BYTES, and a connection past it is closed.
  * Clients that send most of a large body and stall (host/http/body-budget.ts): the bodies
- * held are bounded by HIVEKV_MAX_HELD_BODY_BYTES, and calls past it are refused. Both ways
+ * held are bounded by HIVEKV_MAX_HELD_BODY_BYTES, calls past it are refused, and uploads
+ * stalled a second or more are closed to make room for a call that comes. Both ways
  * into the node are tried: a body of a declared length (the direct path) and a chunked one
  * (through hyper-express). Real processes over loopback; RSS read from /proc.
  */
@@ -184,5 +185,41 @@ describe('clients that send most of a large body and stall', () => {
       const put = await kv(small.url, [{ op: 'put', ns: 'b', key: 'k', value: 1,
         forever: true }]);
       expect(put.status).toBe(200);
+    }, 60_000);
+
+  it('with a declared length: uploads stalled a second make room for a call that comes',
+    async () => {
+      const metricOf = async (name: string): Promise<number> => {
+        const text = (await call(small.url, 'GET', '/metrics')).text;
+        return Number(text.split('\n').find((l) => l.startsWith(`${name} `))?.split(' ')[1]);
+      };
+      const closedBefore = await metricOf('hivekv_http_slow_uploads_closed_total');
+      const head = 'POST /api/v1/kv HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+        `content-type: application/json\r\ncontent-length: ${BODY_BYTES}\r\n\r\n`;
+      const stalled: Socket[] = [];
+      const closed = new Set<Socket>();
+      for (let i = 0; i < 3; i += 1) {
+        const socket = createConnection({ host: '127.0.0.1', port: small.port });
+        socket.on('error', () => undefined);
+        socket.on('close', () => closed.add(socket));
+        socket.write(head);
+        socket.write(Buffer.alloc(BODY_BYTES - MIB, 'x'));
+        stalled.push(socket);
+      }
+      await waitFor('the three uploads to be held', 10_000, async () =>
+        await metricOf('hivekv_http_body_bytes_held') === 3 * BODY_BYTES ? true : undefined);
+      await sleep(1200);
+      // 15 MB of puts: more than the 4 MiB left, taken once a stalled upload makes room.
+      const value = 'v'.repeat(60_000);
+      const puts = Array.from({ length: 256 }, (_, i) => ({ op: 'put', ns: 'room',
+        key: `k${i}`, value, forever: true }));
+      const answer = await kv(small.url, puts);
+      expect(answer.status, answer.text.slice(0, 200)).toBe(200);
+      expect(await metricOf('hivekv_http_slow_uploads_closed_total')).toBeGreaterThan(closedBefore);
+      await waitFor('a stalled upload\'s connection to be closed', 10_000, async () =>
+        closed.size > 0 ? true : undefined);
+      for (const socket of stalled) socket.destroy();
+      await waitFor('the bodies to be released', 10_000, async () =>
+        await metricOf('hivekv_http_body_bytes_held') === 0 ? true : undefined);
     }, 60_000);
 });

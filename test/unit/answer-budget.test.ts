@@ -70,4 +70,53 @@ describe('BodyBudget', () => {
     budget.release(100);
     expect(() => budget.release(1)).toThrow(/below zero/);
   });
+
+  it('closes stalled uploads, stalest first, to make room; never one still arriving', () => {
+    const clock = { ms: 0 };
+    const budget = new BodyBudget(100, () => clock.ms);
+    const closed: string[] = [];
+    const upload = (name: string, bytes: number) => {
+      const u = { progressAtMs: 0, bodyBytesHeld: bytes, evict: () => {
+        closed.push(name);
+        budget.release(bytes, u);
+      } };
+      return u;
+    };
+    const a = upload('a', 40);
+    const b = upload('b', 40);
+    expect(budget.hold(40, a)).toBe(true);
+    clock.ms = 100;
+    expect(budget.hold(40, b)).toBe(true);
+    // Neither has stalled yet: the next body is refused.
+    clock.ms = 900;
+    expect(budget.hold(40, upload('c', 40))).toBe(false);
+    expect(closed).toEqual([]);
+    // `a` stalls; `b` keeps sending.
+    clock.ms = 1200;
+    b.progressAtMs = 1150;
+    const d = upload('d', 40);
+    expect(budget.hold(40, d)).toBe(true);
+    expect(closed).toEqual(['a']);
+    expect(budget).toMatchObject({ heldBytes: 80, closedUploads: 1, refusedCalls: 1 });
+    // A body that has all come is never closed, however long it waits for its answer.
+    budget.arrived(b);
+    budget.arrived(d);
+    clock.ms = 10_000;
+    expect(budget.hold(40)).toBe(false);
+    expect(closed).toEqual(['a']);
+  });
+
+  it('closes none when closing every stalled upload would still leave too little room', () => {
+    const clock = { ms: 0 };
+    const budget = new BodyBudget(100, () => clock.ms);
+    expect(budget.hold(70)).toBe(true);
+    const stalled = { progressAtMs: 0, bodyBytesHeld: 20,
+      evict: () => budget.release(20, stalled) };
+    expect(budget.hold(20, stalled)).toBe(true);
+    clock.ms = 5000;
+    expect(budget.hold(40)).toBe(false);
+    expect(budget).toMatchObject({ heldBytes: 90, closedUploads: 0, refusedCalls: 1 });
+    expect(budget.hold(30)).toBe(true);
+    expect(budget).toMatchObject({ heldBytes: 100, closedUploads: 1 });
+  });
 });
