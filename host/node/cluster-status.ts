@@ -29,6 +29,7 @@ export const STATUS_SEND_EVERY_MS = 1000;
 export const STATUS_STALE_MS = 2500;
 /** Members tracked at most; a Raft configuration is far smaller (15 voters). */
 export const MEMBERS_TRACKED_MAX = 64;
+const NONE: readonly string[] = [];
 
 export interface ClusterStatusDeps {
   /** Only `send` is used: a status is one more frame on the peer link. */
@@ -42,6 +43,8 @@ export interface ClusterStatusDeps {
   readonly voters: () => readonly string[];
   /** This node's own health, as `/health` reports it. */
   readonly health: () => NodeHealth;
+  /** Whether this node's data directory is below HIVEKV_MIN_FREE_BYTES free. */
+  readonly storageFull: () => boolean;
 }
 
 /** One member as `GET /api/v1/system/cluster` shows it. */
@@ -76,6 +79,8 @@ export class ClusterStatus {
   private readonly heard = new Map<string, Heard>();
   private timer: TimerHandle | null = null;
   private url: string | null = null;
+  /** How many statuses held say their member's storage is full (stale ones too). */
+  private anyStorageFull = 0;
 
   constructor(
     private readonly selfId: string,
@@ -106,6 +111,7 @@ export class ClusterStatus {
     const now = this.deps.monotonicMs();
     const before = this.heard.get(from);
     this.heard.set(from, { status, receivedAtMs: now });
+    if (status.storageFull || before?.status.storageFull === true) this.countStorageFull();
     // Each side answers at most once a stale period, so two members never bounce statuses.
     if (before === undefined || now - before.receivedAtMs > STATUS_STALE_MS) this.sendTo(from);
     return true;
@@ -130,7 +136,32 @@ export class ClusterStatus {
       digest: typeof health.digest === 'string' && health.digest !== '' ? health.digest : null,
       url: this.url ?? 'http://unknown.invalid',
       sentAtMs: this.deps.scheduler.nowMs(),
+      storageFull: this.deps.storageFull(),
     };
+  }
+
+  /**
+   * The other members whose last status, heard within STATUS_STALE_MS, says their data
+   * directory is low on free space. Every member replicates every entry, and a member out of
+   * space stops on ENOSPC, so writes are refused on every member while one is (as etcd
+   * raises its NOSPACE alarm cluster-wide); a member down or unheard counts as not full.
+   */
+  membersStorageFull(): readonly string[] {
+    // Asked on every write: nothing is worked out or made while no member said it was full.
+    if (this.anyStorageFull === 0) return NONE;
+    const now = this.deps.monotonicMs();
+    const full: string[] = [];
+    for (const [id, heard] of this.heard) {
+      if (heard.status.storageFull && now - heard.receivedAtMs <= STATUS_STALE_MS) full.push(id);
+    }
+    return full;
+  }
+
+  /** Counts the statuses held that say their member's storage is full. */
+  private countStorageFull(): void {
+    let count = 0;
+    for (const heard of this.heard.values()) if (heard.status.storageFull) count += 1;
+    this.anyStorageFull = count;
   }
 
   /**
@@ -217,6 +248,7 @@ export class ClusterStatus {
     for (const id of this.heard.keys()) {
       if (!members.includes(id)) this.heard.delete(id);
     }
+    this.countStorageFull();
   }
 }
 

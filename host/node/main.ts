@@ -286,9 +286,11 @@ export async function serve(config: NodeConfig): Promise<void> {
   const cluster: ClusterStatus = new ClusterStatus(config.id, {
     transport, scheduler: realScheduler, monotonicMs: () => performance.now(),
     members: (): readonly string[] => replica.members(), health: () => replica.health(),
-    voters: (): readonly string[] => replica.voters() });
+    voters: (): readonly string[] => replica.voters(),
+    storageFull: () => replica.storageFull() });
   const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
     storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
+    membersStorageFull: () => cluster.membersStorageFull(),
     ...stampClockDeps(cluster, metrics, logger),
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),

@@ -142,6 +142,11 @@ export interface ReplicaDeps {
   readonly stampClock?: { nowMs(): number } & Partial<MajorityClock>;
   /** A new leader's wait for a majority of the voters' clocks ran out (leader-clock-wait.ts). */
   readonly onClockWaitedOut?: (waitedMs: number) => void;
+  /**
+   * The other members whose data directory is low on free space (cluster-status.ts): writes
+   * are refused while any is, as while this node's own is.
+   */
+  readonly membersStorageFull?: () => readonly string[];
   /** Takes the peer frames that are not Raft's (member status); true when it took one. */
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
@@ -648,8 +653,18 @@ export class Replica implements KvService, MembersService {
     if (isWrite && this.lowOnSpace()) {
       return unavailable('storage_full', 'the data directory is low on free space');
     }
+    const full = isWrite ? this.deps.membersStorageFull?.() ?? [] : [];
+    if (full.length > 0) {
+      return unavailable('storage_full', `the data directory of member ${full.join(', ')} is ` +
+        'low on free space: every member holds every entry');
+    }
     return this.state === 'running' ? null
       : unavailable('shutting_down', 'the node stopped: its data directory failed');
+  }
+
+  /** Whether this node's data directory is below HIVEKV_MIN_FREE_BYTES (for its status). */
+  storageFull(): boolean {
+    return this.state === 'running' && this.lowOnSpace();
   }
 
   /**

@@ -47,6 +47,11 @@ export interface MemberStatus {
   readonly url: string;
   /** The sender's clock when it sent the frame, in Unix milliseconds. */
   readonly sentAtMs: number;
+  /**
+   * Its data directory is below HIVEKV_MIN_FREE_BYTES free: every member refuses writes
+   * while it is (cluster-status.ts, `membersStorageFull`). False in a frame without it.
+   */
+  readonly storageFull: boolean;
 }
 
 const utf8 = new TextEncoder();
@@ -76,6 +81,7 @@ export function encodeStatusFrame(status: MemberStatus): Uint8Array {
     id: status.id, status: status.status, role: status.role, leader: status.leader,
     term: status.term, commitIndex: status.commitIndex, appliedIndex: status.appliedIndex,
     digest: status.digest, url: status.url, sentAtMs: status.sentAtMs,
+    storageFull: status.storageFull,
   }));
   if (json.length + 2 > STATUS_FRAME_BYTES_MAX) throw new Error('status frame: too large');
   const frame = new Uint8Array(json.length + 2);
@@ -116,6 +122,9 @@ function validStatus(value: unknown): MemberStatus | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   const v = value as Record<string, unknown>;
   const { id, status, role, leader, term, commitIndex, appliedIndex, digest, url, sentAtMs } = v;
+  // A frame of a release before the field says nothing of its space: taken as not full.
+  const storageFull = v.storageFull ?? false;
+  if (typeof storageFull !== 'boolean') return null;
   if (!isMemberId(id) || typeof status !== 'string' || !NODE_STATES.has(status)) return null;
   if (typeof role !== 'string' || !ROLE_PATTERN.test(role)) return null;
   if (leader !== null && !isMemberId(leader)) return null;
@@ -125,5 +134,6 @@ function validStatus(value: unknown): MemberStatus | null {
     return null;
   }
   if (typeof url !== 'string' || !isStatusUrl(url)) return null;
-  return { id, status, role, leader, term, commitIndex, appliedIndex, digest, url, sentAtMs };
+  return { id, status, role, leader, term, commitIndex, appliedIndex, digest, url, sentAtMs,
+    storageFull };
 }

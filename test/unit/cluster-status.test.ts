@@ -22,6 +22,7 @@ import { testSeed } from '../helpers/seed.js';
 const status: MemberStatus = {
   id: 'n2', status: 'ok', role: 'follower', leader: 'n1', term: 4, commitIndex: 90,
   appliedIndex: 88, digest: null, url: 'http://127.0.0.1:6633', sentAtMs: 1_790_000_000_000,
+  storageFull: false,
 };
 
 function frameOf(value: unknown): Uint8Array {
@@ -50,9 +51,13 @@ describe('status frame', () => {
     for (const bad of [{ term: -1 }, { term: 1.5 }, { id: '' }, { id: 'a b' }, { role: 'LEAD' },
       { status: 'sleeping' }, { url: 'javascript:alert(1)' }, { url: 'ftp://x' },
       { digest: 'has space' }, { digest: 'x'.repeat(129) }, { leader: 7 },
-      { appliedIndex: 2 ** 53 }, { sentAtMs: '1' }]) {
+      { appliedIndex: 2 ** 53 }, { sentAtMs: '1' }, { storageFull: 'yes' }]) {
       expect(decodeStatusFrame(frameOf({ ...status, ...bad })), JSON.stringify(bad)).toBeNull();
     }
+    // A release before `storageFull` sends none: not full.
+    const { storageFull: _, ...earlier } = status;
+    expect(decodeStatusFrame(frameOf({ ...earlier, storageFull: undefined })))
+      .toEqual({ ...status, storageFull: false });
     expect(decodeStatusFrame(frameOf([status]))).toBeNull();
     expect(decodeStatusFrame(frameOf(null))).toBeNull();
   });
@@ -114,6 +119,7 @@ function harness(selfId = 'n1') {
   const sent: Array<[string, Uint8Array]> = [];
   let members = ['n1', 'n2', 'n3'];
   let voters = ['n1', 'n2', 'n3'];
+  let storageFull = false;
   let health: NodeHealth = { status: 'ok', id: selfId, role: 'leader', leader: selfId, term: 4,
     commitIndex: 100, appliedIndex: 100, stateBytes: 0, stateBytesMax: 1 };
   const cluster = new ClusterStatus(selfId, {
@@ -123,12 +129,14 @@ function harness(selfId = 'n1') {
     members: () => members,
     voters: () => voters,
     health: () => health,
+    storageFull: () => storageFull,
   });
   return {
     cluster, scheduler, sent,
     setMembers: (next: string[]) => { members = next; },
     setVoters: (next: string[]) => { voters = next; },
     setHealth: (next: Partial<NodeHealth>) => { health = { ...health, ...next }; },
+    setStorageFull: (full: boolean) => { storageFull = full; },
   };
 }
 
@@ -182,6 +190,26 @@ describe('cluster status', () => {
     cluster.accept('n2', statusFrom('n2'));
     expect(sent.map(([to]) => to)).toEqual(['n2', 'n2']);
     cluster.stop();
+  });
+
+  it('sends whether its storage is full, and names the members whose storage is', () => {
+    const { cluster, scheduler, sent, setStorageFull } = harness();
+    setStorageFull(true);
+    cluster.start('http://127.0.0.1:6632');
+    expect(decodeStatusFrame(sent[0]![1])?.storageFull).toBe(true);
+    cluster.stop();
+    expect(cluster.membersStorageFull()).toEqual([]);
+    cluster.accept('n2', statusFrom('n2', { storageFull: true }));
+    cluster.accept('n3', statusFrom('n3'));
+    expect(cluster.membersStorageFull()).toEqual(['n2']);
+    // Room again: n2 says so in its next status.
+    cluster.accept('n2', statusFrom('n2'));
+    expect(cluster.membersStorageFull()).toEqual([]);
+    // A member heard full, then not at all: down, it counts as not full once stale.
+    cluster.accept('n3', statusFrom('n3', { storageFull: true }));
+    expect(cluster.membersStorageFull()).toEqual(['n3']);
+    scheduler.monotonic += STATUS_STALE_MS + 1;
+    expect(cluster.membersStorageFull()).toEqual([]);
   });
 
   it('keeps the last status of each member; it is down once older than the bound', () => {

@@ -1,0 +1,71 @@
+/**
+ * A member whose data directory is low on free space: every member holds every entry, so a
+ * follower out of space would stop on ENOSPC while its leader, with room, went on taking
+ * writes. Its status says so, and every member refuses writes (503 `storage_full`, naming it)
+ * while it is, as etcd raises its NOSPACE alarm cluster-wide; reads go on, and writes come
+ * back once it has room or is gone. Three real processes over loopback; n3 is made "low" by
+ * a HIVEKV_MIN_FREE_BYTES larger than the volume's free space.
+ */
+import { statfsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  call, kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
+} from '../helpers/node-process.js';
+import { agreedLeader, memberPorts, peersFlag, waitFor } from '../helpers/cluster.js';
+
+const WAIT_MS = 20_000;
+const TIB = 1024 ** 4;
+const free = statfsSync(tmpdir());
+const roomy = free.bavail * free.bsize < TIB;
+
+const started: NodeProcess[] = [];
+const dirs: string[] = [];
+
+afterAll(async () => {
+  for (const node of started) await node.kill();
+  for (const dir of dirs) removeDir(dir);
+});
+
+const put = (node: NodeProcess, key: string) =>
+  kv(node.url, [{ op: 'put', ns: 'space', key, value: 1, forever: true }]);
+
+describe.skipIf(!roomy)('a member low on free space', () => {
+  it('stops writes on every member, naming it; reads go on; writes come back once it is gone',
+    async () => {
+      const peers = peersFlag(await memberPorts(3));
+      const nodes = new Map<string, NodeProcess>();
+      for (const id of ['n1', 'n2', 'n3']) {
+        const dir = tempDir(`full-member-${id}`);
+        dirs.push(dir);
+        const env = id === 'n3' ? { ...UNLIMITED_RATES, HIVEKV_MIN_FREE_BYTES: String(TIB) }
+          : UNLIMITED_RATES;
+        const node = await startNode({ dataDir: dir, env, args: ['--id', id, '--peers', peers] });
+        started.push(node);
+        nodes.set(id, node);
+      }
+      const leaderId = await agreedLeader([...nodes.values()], WAIT_MS);
+      const leader = nodes.get(leaderId)!;
+      // n1 and n2 refuse, as followers or leader, naming n3 (which refuses by its own disk).
+      for (const node of [nodes.get('n1')!, nodes.get('n2')!]) {
+        const refused = await waitFor(`${node.url} to refuse writes`, WAIT_MS, async () => {
+          const answer = await put(node, 'k');
+          return answer.status === 503 ? answer : undefined;
+        });
+        expect(refused.body).toMatchObject({ error: 'kv_unavailable', reason: 'storage_full' });
+        expect(refused.body.detail).toContain('member n3');
+      }
+      const read = await kv(leader.url, [{ op: 'get', ns: 'space', key: 'k' }]);
+      expect(read.status).toBe(200);
+      const view = await call(nodes.get('n1')!.url, 'GET', '/api/v1/system/cluster');
+      const n3 = view.body.members.find((m: { id: string }) => m.id === 'n3');
+      expect(n3.status.storageFull).toBe(true);
+      // n3 goes away: once its last status is stale, the other two take writes again.
+      await nodes.get('n3')!.kill();
+      const taken = await waitFor('writes to be taken again', WAIT_MS, async () => {
+        const answer = await put(nodes.get('n1')!, 'k');
+        return answer.status === 200 ? answer : undefined;
+      });
+      expect(taken.body.results[0]).toMatchObject({ applied: true });
+    }, 90_000);
+});
