@@ -252,6 +252,12 @@ function reportSnapshot(metrics: NodeMetrics,
   logger: Logger): (event: SnapshotEvent) => void {
   return (event) => {
     metrics.snapshotMilestone(event);
+    if (event.kind === 'no_room') {
+      logger.warn({ index: event.index, bytes: event.dataBytes, detail: event.detail },
+        'snapshot not taken for want of free space: the log is not compacted, and grows ' +
+        'until writes stop at HIVEKV_MIN_FREE_BYTES; free space or grow the volume');
+      return;
+    }
     logger.info({ index: event.index, bytes: event.dataBytes, ms: event.ms },
       `snapshot ${event.kind}`);
   };

@@ -347,11 +347,13 @@ export class NodeMetrics implements RequestMetrics {
       this.snapshotWriting.set(1);
       return;
     }
-    if (event.kind === 'taken' || event.kind === 'abandoned') this.snapshotWriting.set(0);
+    if (event.kind === 'taken' || event.kind === 'abandoned' || event.kind === 'no_room') {
+      this.snapshotWriting.set(0);
+    }
     if (event.kind === 'taken' && Number.isFinite(event.ms) && event.ms >= 0) {
       this.snapshotSeconds.observe(event.ms / 1000);
     }
-    if (event.kind !== 'abandoned') {
+    if (event.kind !== 'abandoned' && event.kind !== 'no_room') {
       this.snapshotIndex.set(event.index);
       this.snapshotBytes.set(event.dataBytes);
     }

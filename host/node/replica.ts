@@ -41,7 +41,7 @@ import { SeqTable } from '../core/seq-table.js';
 import { encodeCommand } from '../machine/codec.js';
 import { MAX_STATE_BYTES_DEFAULT, memoryFull } from '../machine/memory-budget.js';
 import type { StateMachine } from '../machine/state-machine.js';
-import type { Storage } from '../storage/storage.js';
+import { SnapshotNoRoomError, type Storage } from '../storage/storage.js';
 import type { Transport } from '../transport/transport.js';
 import type { PeerAddress } from './config.js';
 import {
@@ -163,11 +163,14 @@ export interface ReplicaDeps {
  * leader, or restored from at start-up.
  */
 export interface SnapshotEvent {
-  readonly kind: 'begun' | 'taken' | 'abandoned' | 'installed' | 'restored';
+  /** no_room: not taken, for want of free space (storage.ts, SnapshotNoRoomError). */
+  readonly kind: 'begun' | 'taken' | 'abandoned' | 'no_room' | 'installed' | 'restored';
   readonly index: number;
   readonly dataBytes: number;
   /** From its start to its end (taken: until durable; installed: receipt complete to restored). */
   readonly ms: number;
+  /** Why, for no_room. */
+  readonly detail?: string;
 }
 
 type Settle<T> = (result: ServiceResult<T>) => void;
@@ -326,6 +329,8 @@ export class Replica implements KvService, MembersService {
   private exportable: { meta: SnapshotMeta; digest: string } | null = null;
   /** An export wants a snapshot now, due or not (`snapshotForExport`). */
   private exportWanted = false;
+  /** Why the last snapshot this node began was not taken for want of room; null if it was. */
+  private snapshotNoRoom: string | null = null;
   /** A new leader stamps nothing until it knows a majority of the voters' clocks. */
   private readonly clockWait: LeaderClockWait;
 
@@ -1035,9 +1040,9 @@ export class Replica implements KvService, MembersService {
   }
 
   private noteSnapshot(kind: SnapshotEvent['kind'],
-    snapshot: { meta: SnapshotMeta; dataBytes: number }, startMs: number): void {
+    snapshot: { meta: SnapshotMeta; dataBytes: number }, startMs: number, detail?: string): void {
     this.deps.onSnapshot?.({ kind, index: snapshot.meta.index, dataBytes: snapshot.dataBytes,
-      ms: this.deps.scheduler.nowMs() - startMs });
+      ms: this.deps.scheduler.nowMs() - startMs, ...(detail === undefined ? {} : { detail }) });
   }
 
   private async restoreSnapshot(snapshot: Snapshot): Promise<void> {
@@ -1150,12 +1155,20 @@ export class Replica implements KvService, MembersService {
       this.snapshotSaving = null;
       if (snapshot === null) this.noteSnapshot('abandoned', begun, startMs);
       if (snapshot === null || this.state === 'stopped') return;
+      this.snapshotNoRoom = null;
       this.noteSnapshot('taken', snapshot, startMs);
       this.exportable = { meta: snapshot.meta, digest };
       this.pendingCompaction = snapshot;
       if (!this.pumping) this.compactWhenIdle();
     }, (error: unknown) => {
       this.snapshotSaving = null;
+      if (error instanceof SnapshotNoRoomError) {
+        // The log keeps everything the snapshot would have; it is tried again after the
+        // next interval, and the log is compacted once there is room.
+        this.snapshotNoRoom = error.message;
+        this.noteSnapshot('no_room', begun, startMs, error.message);
+        return;
+      }
       this.state = 'stopped';
       this.deps.onFatal(error instanceof Error ? error : new Error(String(error)));
     });
@@ -1193,7 +1206,8 @@ export class Replica implements KvService, MembersService {
         if (this.snapshotSaving === null) break;
       }
     }
-    throw new Error(`no snapshot at or after index ${atLeast} could be taken`);
+    throw new Error(`no snapshot at or after index ${atLeast} could be taken` +
+      (this.snapshotNoRoom === null ? '' : ` (the last one: ${this.snapshotNoRoom})`));
   }
 
   /** Hands a durable snapshot to the core; never while a Ready is outstanding. */

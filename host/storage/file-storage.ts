@@ -14,7 +14,7 @@
  * keep serving after one; every call after a failure is refused.
  */
 import { mkdir, unlink } from 'node:fs/promises';
-import { statfsSync } from 'node:fs';
+import { statfsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
@@ -38,8 +38,8 @@ import {
   verifiedSnapshotChunks,
 } from './snapshot-files.js';
 import {
-  StorageCorruptionError, type RecoveredState, type SnapshotSink, type Storage,
-  type SyncOptions,
+  SnapshotNoRoomError, StorageCorruptionError, type RecoveredState, type SnapshotSink,
+  type Storage, type SyncOptions,
 } from './storage.js';
 import {
   fsyncDirectory,
@@ -97,6 +97,9 @@ interface Fallback {
   readonly path: string;
   readonly decode: Extract<SnapshotCheck, { kind: 'bad' }>;
 }
+
+/** Free space a snapshot leaves at least: the log's metadata and the hard state's slack. */
+const SNAPSHOT_SLACK_BYTES = 4 * 1024 * 1024;
 
 export class FileStorage implements Storage {
   private readonly wal: Wal;
@@ -351,16 +354,48 @@ export class FileStorage implements Storage {
         `${this.snapshotIndex}`);
     }
     const spare = this.spareSnapshot;
+    this.assertRoomForSnapshot(meta.index, dataBytes, spare);
     this.spareSnapshot = null;
-    const writer = await this.guardIo(
-      () => SnapshotFileWriter.create(this.snapDir, meta, dataBytes, this.observe, spare));
+    const writer = await this.guardIo(() => this.withRoom(meta.index, dataBytes, null,
+      () => SnapshotFileWriter.create(this.snapDir, meta, dataBytes, this.observe, spare)));
     return {
       meta,
       dataBytes,
-      write: (chunk) => this.guardIo(() => writer.write(chunk)),
+      write: (chunk) => this.guardIo(() => this.withRoom(meta.index, dataBytes, writer,
+        () => writer.write(chunk))),
       commit: () => this.commitSnapshot(writer),
       abort: () => this.guardIo(() => writer.abort()),
     };
+  }
+
+  /**
+   * Refuses a snapshot that does not fit in the free space with SNAPSHOT_SLACK_BYTES to
+   * spare: written anyway, it would run the volume out midway. One that fits is written
+   * even below `minFreeBytes`, since installing it is what frees the log segments it covers
+   * (removed, not kept as spares, while space is short). A spare written over needs no new
+   * room for its own length.
+   */
+  private assertRoomForSnapshot(index: number, dataBytes: number, spare: string | null): void {
+    const free = this.readFreeBytes(this.dir) + (spare === null ? 0 : fileBytes(spare));
+    if (free - dataBytes >= SNAPSHOT_SLACK_BYTES) return;
+    throw new SnapshotNoRoomError(index, dataBytes, `${free} bytes free`);
+  }
+
+  /**
+   * Runs a step of writing a snapshot; a volume that refuses its bytes (ENOSPC, EDQUOT) gives
+   * a SnapshotNoRoomError, with the file removed, and leaves the storage usable: the snapshot
+   * is only a copy of what the log holds. Any other failure is the storage's.
+   */
+  private async withRoom<T>(index: number, dataBytes: number,
+    writer: SnapshotFileWriter | null, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOSPC' && code !== 'EDQUOT') throw error;
+      await writer?.abort();
+      throw new SnapshotNoRoomError(index, dataBytes, `the volume refused its bytes (${code})`);
+    }
   }
 
   /**
@@ -373,7 +408,8 @@ export class FileStorage implements Storage {
    */
   private async commitSnapshot(writer: SnapshotFileWriter): Promise<boolean> {
     this.assertUsable();
-    await this.guardIo(() => writer.finish());
+    await this.guardIo(() => this.withRoom(writer.meta.index, writer.dataBytes, writer,
+      () => writer.finish()));
     const installed = await this.exclusive(async () => {
       const meta = writer.meta;
       if (meta.index <= this.snapshotIndex) {
@@ -466,7 +502,8 @@ export class FileStorage implements Storage {
     try {
       return await step();
     } catch (error) {
-      this.failure ??= error;
+      // A snapshot with no room is left undone, and the storage stays usable (withRoom).
+      if (!(error instanceof SnapshotNoRoomError)) this.failure ??= error;
       throw error;
     }
   }
@@ -568,6 +605,15 @@ export class FileStorage implements Storage {
       });
     }
     if (this.phase !== 'open') throw new Error(`storage refused: it is ${this.phase}`);
+  }
+}
+
+/** The length of the file at `path`; 0 when it is gone. */
+function fileBytes(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
   }
 }
 

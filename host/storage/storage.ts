@@ -99,6 +99,19 @@ export interface Storage {
   close(): Promise<void>;
 }
 
+/**
+ * A snapshot was not written for want of room: the volume would have gone below the free
+ * space the node keeps (HIVEKV_MIN_FREE_BYTES), or refused a byte (ENOSPC, EDQUOT). Nothing
+ * of it is left behind, and the storage stays usable: the log holds everything a snapshot
+ * would, it is only not compacted until there is room.
+ */
+export class SnapshotNoRoomError extends Error {
+  constructor(readonly index: number, readonly dataBytes: number, detail: string) {
+    super(`no room for snapshot ${index} (${dataBytes} bytes): ${detail}`);
+    this.name = 'SnapshotNoRoomError';
+  }
+}
+
 export class StorageCorruptionError extends Error {
   constructor(
     readonly file: string,

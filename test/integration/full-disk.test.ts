@@ -8,12 +8,18 @@
  * this user may mount one (root with loop devices), and is skipped elsewhere.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  closeSync, mkdirSync, openSync, readdirSync, rmSync, statfsSync, writeSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { waitFor } from '../helpers/cluster.js';
-import { call, startNode, tempDir, type NodeProcess } from '../helpers/node-process.js';
+import {
+  call, kv, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
+} from '../helpers/node-process.js';
+import { FileStorage } from '../../host/storage/file-storage.js';
+import { saveSnapshotBytes, SnapshotNoRoomError } from '../../host/storage/storage.js';
 
 const PROBE = `set -e; d=$(mktemp -d); trap 'umount "$d/m" 2>/dev/null; rm -rf "$d"' EXIT
 truncate -s 8M "$d/img"; mkfs.ext4 -q -F "$d/img"; mkdir "$d/m"; mount -o loop "$d/img" "$d/m"`;
@@ -97,4 +103,99 @@ describe('a full volume', () => {
         (await put(again.url, 'd')).status === 200 ? true : undefined);
       expect(await again.stop()).toBe(0);
     }, 90_000);
+});
+
+/** Mounts a fresh ext4 image of `bytes` at `dir`; the unmount goes to `unmounts`. */
+function mountVolume(dir: string, bytes: number, unmounts: string[]): void {
+  const image = `${dir}.img`;
+  run('truncate', ['-s', String(bytes), image]);
+  run('mkfs.ext4', ['-q', '-F', '-m', '0', image]);
+  mkdirSync(dir);
+  run('mount', ['-o', 'loop', image, dir]);
+  unmounts.push(dir);
+}
+
+/** Writes a file that leaves `leaveBytes` free on the volume of `dir`. */
+function leaveFree(path: string, leaveBytes: number): void {
+  const { bavail, bsize } = statfsSync(dirname(path));
+  const fd = openSync(path, 'w');
+  try {
+    const chunk = Buffer.alloc(1024 * 1024);
+    let left = bavail * bsize - leaveBytes;
+    while (left > 0) left -= writeSync(fd, chunk, 0, Math.min(chunk.byteLength, left));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+describe('a snapshot with no room', () => {
+  const unmounts: string[] = [];
+  afterAll(async () => {
+    for (const node of nodes) await node.kill().catch(() => undefined);
+    for (const dir of unmounts) spawnSync('umount', [dir]);
+  });
+
+  it.runIf(CAN_MOUNT_LOOP)('is not taken: the node warns, and serves reads and writes',
+    async () => {
+      const volume = join(root, 'snapshots');
+      mountVolume(volume, IMAGE_BYTES, unmounts);
+      const dataDir = join(volume, 'n1');
+      // About 15 MB of state, with no snapshot yet (and so no spare snapshot file).
+      const keepFree = { HIVEKV_MIN_FREE_BYTES: String(4 * 1024 * 1024) };
+      const first = await startNode({ dataDir, env: { ...UNLIMITED_RATES, ...keepFree,
+        HIVEKV_SNAPSHOT_EVERY_ENTRIES: '100000' } });
+      nodes.push(first);
+      const value = 'v'.repeat(60_000);
+      for (let call = 0; call < 16; call++) {
+        const ops = Array.from({ length: 16 }, (_, i) => ({ op: 'put', ns: 'big',
+          key: `k${call * 16 + i}`, value, forever: true }));
+        expect((await kv(first.url, ops)).status).toBe(200);
+      }
+      expect(await first.stop()).toBe(0);
+      // 8 MiB free: above the 4 MiB the node keeps, below the snapshot's 15 MB.
+      leaveFree(join(volume, 'filler'), 8 * 1024 * 1024);
+      const again = await startNode({ dataDir, env: { ...UNLIMITED_RATES,
+        ...keepFree, HIVEKV_SNAPSHOT_EVERY_ENTRIES: '10' } });
+      nodes.push(again);
+      // Small writes make a snapshot due. Written anyway, it stopped the node on ENOSPC.
+      const outcome = await waitFor('a snapshot due', 30_000, async () => {
+        if (again.output().includes('fatal')) return again.output();
+        if (again.output().includes('snapshot not taken for want of free space')) return 'no room';
+        await put(again.url, 'small');
+        return undefined;
+      });
+      expect(outcome).toBe('no room');
+      const metrics = (await call(again.url, 'GET', '/metrics')).text;
+      expect(metrics).toMatch(/hivekv_snapshots_total\{event="no_room"\} [1-9]/);
+      expect((await call(again.url, 'GET', '/api/v1/kv/big/k7')).status).toBe(200);
+      expect((await put(again.url, 'after')).status).toBe(200);
+      expect(again.output()).not.toContain('fatal');
+      expect(await again.stop()).toBe(0);
+    }, 120_000);
+
+  it.runIf(CAN_MOUNT_LOOP)('refused midway by the volume, leaves no file and a usable storage',
+    async () => {
+      const volume = join(root, 'midway');
+      mountVolume(volume, 64 * 1024 * 1024, unmounts);
+      // Told of room it does not have (a volume shared with another writer): the snapshot
+      // starts, and the volume refuses its bytes.
+      const storage = new FileStorage(join(volume, 'n1'), { preallocate: false,
+        readFreeBytes: () => 1024 ** 4 });
+      await storage.recover();
+      storage.append([{ term: 1, index: 1, timeMs: 1, type: 'normal', data: new Uint8Array(8) }]);
+      await storage.sync();
+      const meta = { index: 1, term: 1, timeMs: 1, voters: ['n1'], learners: [], peers: [],
+        removed: [] };
+      const failure = await saveSnapshotBytes(storage, meta, new Uint8Array(128 * 1024 * 1024))
+        .then(() => null, (error: unknown) => error);
+      expect(failure).toBeInstanceOf(SnapshotNoRoomError);
+      expect(String(failure)).toContain('ENOSPC');
+      expect(readdirSync(join(volume, 'n1', 'snap'))).toEqual([]);
+      // Still usable: the log takes and syncs another entry, and a snapshot that fits lands.
+      storage.append([{ term: 1, index: 2, timeMs: 2, type: 'normal', data: new Uint8Array(8) }]);
+      await storage.sync();
+      expect(await saveSnapshotBytes(storage, { ...meta, index: 2 }, new Uint8Array(1024)))
+        .toBe(true);
+      await storage.close();
+    }, 60_000);
 });
