@@ -26,6 +26,7 @@ export interface MajorityClock {
 export const LEADER_CLOCK_WAIT_MS = 2500;
 
 export class LeaderClockWait {
+  /** The term whose leadership the wait is for; -1 before this node first leads. */
   private term = -1;
   private known = true;
   private waitedTicks = 0;
@@ -44,11 +45,14 @@ export class LeaderClockWait {
     }
   }
 
-  /** Whether a node in `role` and `term` may stamp a proposal now. */
-  mayStamp(role: string, term: number): boolean {
-    if (this.clock === undefined || role !== 'leader') return true;
-    if (term !== this.term) {
-      this.term = term;
+  /**
+   * Whether a node may stamp a proposal now; `leaderTerm` is its term while it leads, else
+   * -1 (a node that does not lead never waits: its leader stamps what it forwards).
+   */
+  mayStamp(leaderTerm: number): boolean {
+    if (this.clock === undefined || leaderTerm < 0) return true;
+    if (leaderTerm !== this.term) {
+      this.term = leaderTerm;
       this.known = false;
       this.waitedTicks = 0;
     }
@@ -63,8 +67,8 @@ export class LeaderClockWait {
   }
 
   /** A tick passed: a leader still waiting counts it, and learns whether the wait is over. */
-  tick(role: string, term: number): boolean {
-    const may = this.mayStamp(role, term);
+  tick(leaderTerm: number): boolean {
+    const may = this.mayStamp(leaderTerm);
     if (!may) this.waitedTicks += 1;
     return may;
   }

@@ -766,8 +766,7 @@ export class Replica implements KvService, MembersService {
 
   /** Whether this node may stamp a proposal now (leader-clock-wait.ts). */
   private clockKnown(): boolean {
-    const status = this.core.status();
-    return this.clockWait.mayStamp(status.role, status.term);
+    return this.clockWait.mayStamp(this.core.leaderTerm());
   }
 
   /** The time a proposal is stamped with and expiry judged by (`ReplicaDeps.stampClock`). */
@@ -801,9 +800,8 @@ export class Replica implements KvService, MembersService {
     this.tickTimer = this.deps.scheduler.after(this.options.tickMs, () => {
       if (this.state !== 'running') return;
       this.core.tick();
-      const status = this.core.status();
       // Writes held for a new leader's clock go out the tick it knows its voters' clocks.
-      if (this.clockWait.tick(status.role, status.term) && this.writesAwaitingLeader.length > 0) {
+      if (this.clockWait.tick(this.core.leaderTerm()) && this.writesAwaitingLeader.length > 0) {
         this.releaseAwaitingLeader();
       }
       this.expireOverdue();

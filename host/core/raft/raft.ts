@@ -197,6 +197,8 @@ export interface RaftCore {
    */
   persisted(index: number, term: number): void;
   status(): RaftStatus;
+  /** This node's term while it leads, else -1: `status()` without making an object. */
+  leaderTerm(): number;
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
@@ -467,6 +469,10 @@ class Raft implements RaftCore {
     raftAssert(Number.isSafeInteger(dataBytes) && dataBytes >= 0, 'bad snapshot size');
     this.log.compact(meta);
     this.snapshotDataBytes = dataBytes;
+  }
+
+  leaderTerm(): number {
+    return this.role === 'leader' ? this.term : -1;
   }
 
   status(): RaftStatus {
