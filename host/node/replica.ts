@@ -722,14 +722,13 @@ export class Replica implements KvService, MembersService {
       this.writesBySeq.take(seq);
       pending.waiter.unavailable(timedOut);
     }
-    const notProposed = unavailable('no_leader', this.core.status().leader === null
-      ? 'no leader was elected in time'
-      : 'the new leader had not yet heard its voters\' clocks: the write was not proposed');
     for (let i = this.writesAwaitingLeader.length - 1; i >= 0; i--) {
       const pending = this.writesAwaitingLeader[i];
       if (pending === undefined || pending.deadlineMs > now) continue;
       this.writesAwaitingLeader.splice(i, 1);
-      pending.waiter.unavailable(notProposed);
+      pending.waiter.unavailable(unavailable('no_leader', this.core.leaderTerm() < 0
+        ? 'no leader was elected in time'
+        : 'the new leader had not yet heard its voters\' clocks: the write was not proposed'));
     }
     for (const [requestId, pending] of this.reads.entries()) {
       if (pending.deadlineMs > now) continue;
