@@ -137,7 +137,25 @@ export class ClusterStatus {
       url: this.url ?? 'http://unknown.invalid',
       sentAtMs: this.deps.scheduler.nowMs(),
       storageFull: this.deps.storageFull(),
+      stateBytesMax: health.stateBytesMax,
     };
+  }
+
+  /**
+   * The smallest memory budget among the other members heard within STATUS_STALE_MS, with
+   * the member that has it; null when none said. Every member holds the same state, so a
+   * member whose budget is smaller than this node's would grow past it on writes this node
+   * admits (replica.ts, `stateBudget`).
+   */
+  smallestStateBudget(): { readonly member: string; readonly bytes: number } | null {
+    const now = this.deps.monotonicMs();
+    let smallest: { member: string; bytes: number } | null = null;
+    for (const [id, heard] of this.heard) {
+      const bytes = heard.status.stateBytesMax;
+      if (bytes === null || now - heard.receivedAtMs > STATUS_STALE_MS) continue;
+      if (smallest === null || bytes < smallest.bytes) smallest = { member: id, bytes };
+    }
+    return smallest;
   }
 
   /**

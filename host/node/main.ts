@@ -210,6 +210,13 @@ function reportSpace(logger: Logger, change: SpaceChange): void {
   }
 }
 
+/** What the replica learns of the other members from their statuses (cluster-status.ts). */
+function membersDeps(cluster: ClusterStatus):
+  Pick<ReplicaDeps, 'sideFrames' | 'membersStorageFull' | 'memberStateBudget'> {
+  return { sideFrames: cluster, membersStorageFull: () => cluster.membersStorageFull(),
+    memberStateBudget: () => cluster.smallestStateBudget() };
+}
+
 /** The replica's clock and what it says when a new leader's wait for its voters' ran out. */
 function stampClockDeps(cluster: ClusterStatus, metrics: NodeMetrics,
   logger: Logger): Pick<ReplicaDeps, 'stampClock' | 'onClockWaitedOut'> {
@@ -295,8 +302,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     voters: (): readonly string[] => replica.voters(),
     storageFull: () => replica.storageFull() });
   const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
-    storage, transport, machine, scheduler: realScheduler, sideFrames: cluster,
-    membersStorageFull: () => cluster.membersStorageFull(),
+    storage, transport, machine, scheduler: realScheduler, ...membersDeps(cluster),
     ...stampClockDeps(cluster, metrics, logger),
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),

@@ -147,6 +147,11 @@ export interface ReplicaDeps {
    * are refused while any is, as while this node's own is.
    */
   readonly membersStorageFull?: () => readonly string[];
+  /**
+   * The smallest memory budget among the other members (cluster-status.ts): writes that grow
+   * the state are admitted only up to it where it is smaller than this node's own.
+   */
+  readonly memberStateBudget?: () => { readonly member: string; readonly bytes: number } | null;
   /** Takes the peer frames that are not Raft's (member status); true when it took one. */
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
@@ -329,6 +334,8 @@ export class Replica implements KvService, MembersService {
   private exportable: { meta: SnapshotMeta; digest: string } | null = null;
   /** An export wants a snapshot now, due or not (`snapshotForExport`). */
   private exportWanted = false;
+  /** The memory budget in force, and the member whose it is (null: this node's own). */
+  private stateBudget: { member: string | null; bytes: number } = { member: null, bytes: 0 };
   /** Why the last snapshot this node began was not taken for want of room; null if it was. */
   private snapshotNoRoom: string | null = null;
   /** A new leader stamps nothing until it knows a majority of the voters' clocks. */
@@ -343,6 +350,7 @@ export class Replica implements KvService, MembersService {
     this.nextReadId = firstId;
     deps.machine.setOrigin(options.id, options.incarnation);
     if (options.requestLimits !== undefined) deps.machine.setRequestLimits(options.requestLimits);
+    this.stateBudget = { member: null, bytes: this.maxStateBytes };
     deps.machine.setGrowthBudget(this.maxStateBytes);
     this.membership = new Membership({
       selfId: options.id, peerLink: options.peerLink, bootstrapPeers: options.peers,
@@ -430,9 +438,10 @@ export class Replica implements KvService, MembersService {
       return;
     }
     if (call.growthBytes > 0 && this.memoryFull(call.growthBytes)) {
-      sink.unavailable(unavailable('memory_full', 'the state is at its memory budget ' +
-        '(HIVEKV_MAX_STATE_BYTES): writes that grow it are refused; deletes, shrinking ' +
-        'writes and reads work'));
+      const member = this.stateBudget.member;
+      sink.unavailable(unavailable('memory_full', `the state is at ${member === null ? 'its'
+        : `member ${member}'s`} memory budget (HIVEKV_MAX_STATE_BYTES): writes that grow it ` +
+        'are refused; deletes, shrinking writes and reads work'));
       return;
     }
     this.write(call.command, sink, deadlineMs);
@@ -485,9 +494,23 @@ export class Replica implements KvService, MembersService {
     this.quotas.clear();
   }
 
-  /** The state's memory budget, in bytes. */
+  /** The state's memory budget, in bytes: this node's own (HIVEKV_MAX_STATE_BYTES). */
   get maxStateBytes(): number {
     return this.options.maxStateBytes ?? MAX_STATE_BYTES_DEFAULT;
+  }
+
+  /**
+   * Follows the smallest budget among the members (read once a tick): every replica holds
+   * the same state, so a member with less memory would grow past its own budget on writes
+   * admitted under this node's. The machine's growth estimate starts at the budget in force.
+   */
+  private refreshStateBudget(): void {
+    const smallest = this.deps.memberStateBudget?.() ?? null;
+    const next = smallest !== null && smallest.bytes < this.maxStateBytes ? smallest
+      : { member: null, bytes: this.maxStateBytes };
+    if (next.bytes === this.stateBudget.bytes && next.member === this.stateBudget.member) return;
+    this.stateBudget = next;
+    this.deps.machine.setGrowthBudget(next.bytes);
   }
 
   /**
@@ -495,7 +518,7 @@ export class Replica implements KvService, MembersService {
    * be refused because the state is at its memory budget (memory-budget.ts).
    */
   memoryFull(growthBytes: number): boolean {
-    return memoryFull(this.deps.machine.memoryUse(), this.maxStateBytes, growthBytes);
+    return memoryFull(this.deps.machine.memoryUse(), this.stateBudget.bytes, growthBytes);
   }
 
   health(): NodeHealth {
@@ -799,6 +822,7 @@ export class Replica implements KvService, MembersService {
     this.tickTimer = this.deps.scheduler.after(this.options.tickMs, () => {
       if (this.state !== 'running') return;
       this.core.tick();
+      this.refreshStateBudget();
       // Writes held for a new leader's clock go out the tick it knows its voters' clocks.
       if (this.clockWait.tick(this.core.leaderTerm()) && this.writesAwaitingLeader.length > 0) {
         this.releaseAwaitingLeader();

@@ -52,6 +52,12 @@ export interface MemberStatus {
    * while it is (cluster-status.ts, `membersStorageFull`). False in a frame without it.
    */
   readonly storageFull: boolean;
+  /**
+   * Its memory budget (HIVEKV_MAX_STATE_BYTES): every member holds the same state, so every
+   * member admits writes that grow it only up to the smallest budget among them. Null in a
+   * frame without it.
+   */
+  readonly stateBytesMax: number | null;
 }
 
 const utf8 = new TextEncoder();
@@ -81,7 +87,7 @@ export function encodeStatusFrame(status: MemberStatus): Uint8Array {
     id: status.id, status: status.status, role: status.role, leader: status.leader,
     term: status.term, commitIndex: status.commitIndex, appliedIndex: status.appliedIndex,
     digest: status.digest, url: status.url, sentAtMs: status.sentAtMs,
-    storageFull: status.storageFull,
+    storageFull: status.storageFull, stateBytesMax: status.stateBytesMax,
   }));
   if (json.length + 2 > STATUS_FRAME_BYTES_MAX) throw new Error('status frame: too large');
   const frame = new Uint8Array(json.length + 2);
@@ -125,6 +131,8 @@ function validStatus(value: unknown): MemberStatus | null {
   // A frame of a release before the field says nothing of its space: taken as not full.
   const storageFull = v.storageFull ?? false;
   if (typeof storageFull !== 'boolean') return null;
+  const stateBytesMax = v.stateBytesMax ?? null;
+  if (stateBytesMax !== null && (!isIndex(stateBytesMax) || stateBytesMax === 0)) return null;
   if (!isMemberId(id) || typeof status !== 'string' || !NODE_STATES.has(status)) return null;
   if (typeof role !== 'string' || !ROLE_PATTERN.test(role)) return null;
   if (leader !== null && !isMemberId(leader)) return null;
@@ -135,5 +143,5 @@ function validStatus(value: unknown): MemberStatus | null {
   }
   if (typeof url !== 'string' || !isStatusUrl(url)) return null;
   return { id, status, role, leader, term, commitIndex, appliedIndex, digest, url, sentAtMs,
-    storageFull };
+    storageFull, stateBytesMax };
 }

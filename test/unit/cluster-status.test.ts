@@ -22,7 +22,7 @@ import { testSeed } from '../helpers/seed.js';
 const status: MemberStatus = {
   id: 'n2', status: 'ok', role: 'follower', leader: 'n1', term: 4, commitIndex: 90,
   appliedIndex: 88, digest: null, url: 'http://127.0.0.1:6633', sentAtMs: 1_790_000_000_000,
-  storageFull: false,
+  storageFull: false, stateBytesMax: 2_684_354_560,
 };
 
 function frameOf(value: unknown): Uint8Array {
@@ -51,13 +51,14 @@ describe('status frame', () => {
     for (const bad of [{ term: -1 }, { term: 1.5 }, { id: '' }, { id: 'a b' }, { role: 'LEAD' },
       { status: 'sleeping' }, { url: 'javascript:alert(1)' }, { url: 'ftp://x' },
       { digest: 'has space' }, { digest: 'x'.repeat(129) }, { leader: 7 },
-      { appliedIndex: 2 ** 53 }, { sentAtMs: '1' }, { storageFull: 'yes' }]) {
+      { appliedIndex: 2 ** 53 }, { sentAtMs: '1' }, { storageFull: 'yes' },
+      { stateBytesMax: 0 }, { stateBytesMax: -5 }, { stateBytesMax: '1' }]) {
       expect(decodeStatusFrame(frameOf({ ...status, ...bad })), JSON.stringify(bad)).toBeNull();
     }
     // A release before `storageFull` sends none: not full.
-    const { storageFull: _, ...earlier } = status;
-    expect(decodeStatusFrame(frameOf({ ...earlier, storageFull: undefined })))
-      .toEqual({ ...status, storageFull: false });
+    const { storageFull: _, stateBytesMax: __, ...earlier } = status;
+    expect(decodeStatusFrame(frameOf(earlier)))
+      .toEqual({ ...status, storageFull: false, stateBytesMax: null });
     expect(decodeStatusFrame(frameOf([status]))).toBeNull();
     expect(decodeStatusFrame(frameOf(null))).toBeNull();
   });
@@ -210,6 +211,23 @@ describe('cluster status', () => {
     expect(cluster.membersStorageFull()).toEqual(['n3']);
     scheduler.monotonic += STATUS_STALE_MS + 1;
     expect(cluster.membersStorageFull()).toEqual([]);
+  });
+
+  it('sends its own memory budget, and finds the smallest among the members heard', () => {
+    const { cluster, scheduler, sent, setHealth } = harness();
+    setHealth({ stateBytesMax: 1000 });
+    cluster.start('http://127.0.0.1:6632');
+    expect(decodeStatusFrame(sent[0]![1])?.stateBytesMax).toBe(1000);
+    cluster.stop();
+    expect(cluster.smallestStateBudget()).toBeNull();
+    cluster.accept('n2', statusFrom('n2', { stateBytesMax: 800 }));
+    cluster.accept('n3', statusFrom('n3', { stateBytesMax: 500 }));
+    expect(cluster.smallestStateBudget()).toEqual({ member: 'n3', bytes: 500 });
+    scheduler.monotonic += 2000;
+    cluster.accept('n2', statusFrom('n2', { stateBytesMax: 800 }));
+    scheduler.monotonic += 1000;
+    // n3 unheard for 3 s: down, its budget no longer binds.
+    expect(cluster.smallestStateBudget()).toEqual({ member: 'n2', bytes: 800 });
   });
 
   it('keeps the last status of each member; it is down once older than the bound', () => {

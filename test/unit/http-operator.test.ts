@@ -25,7 +25,8 @@ const PAGE = '<!doctype html><script type="module" src="/console/assets/app-1a2b
 const CLUSTER: ClusterView = { self: 'n1', leader: 'n1', staleAfterMs: 2500, members: [
   { id: 'n1', self: true, state: 'up', ageMs: 0, lagEntries: 0, status: { status: 'ok',
     role: 'leader', leader: 'n1', term: 3, commitIndex: 7, appliedIndex: 7, digest: null,
-    url: 'http://127.0.0.1:6632', sentAt: '2026-11-01T00:00:00.000Z', storageFull: false } }] };
+    url: 'http://127.0.0.1:6632', sentAt: '2026-11-01T00:00:00.000Z', storageFull: false,
+    stateBytesMax: 2_684_354_560 } }] };
 const TENANTS: TenantsView = { appliedIndex: 7, truncated: false, tenants: [{
   tenant: DEFAULT_TENANT, rows: 2, bytes: 40, quota: null }] };
 
