@@ -66,6 +66,11 @@ export class LeaderClockWait {
     return this.known;
   }
 
+  /** True while a leader in `leaderTerm` waits (as its last `mayStamp` or `tick` found). */
+  waiting(leaderTerm: number): boolean {
+    return leaderTerm >= 0 && leaderTerm === this.term && !this.known;
+  }
+
   /** A tick passed: a leader still waiting counts it, and learns whether the wait is over. */
   tick(leaderTerm: number): boolean {
     const may = this.mayStamp(leaderTerm);

@@ -749,9 +749,7 @@ export class Replica implements KvService, MembersService {
       const pending = this.writesAwaitingLeader[i];
       if (pending === undefined || pending.deadlineMs > now) continue;
       this.writesAwaitingLeader.splice(i, 1);
-      pending.waiter.unavailable(unavailable('no_leader', this.core.leaderTerm() < 0
-        ? 'no leader was elected in time'
-        : 'the new leader had not yet heard its voters\' clocks: the write was not proposed'));
+      pending.waiter.unavailable(unavailable('no_leader', this.notProposedDetail()));
     }
     for (const [requestId, pending] of this.reads.entries()) {
       if (pending.deadlineMs > now) continue;
@@ -759,6 +757,15 @@ export class Replica implements KvService, MembersService {
       const detail = 'the cluster did not confirm a read index in time';
       pending.unavailable(unavailable('timeout', detail));
     }
+  }
+
+  /** Why a write that waited for a leader was not proposed by its deadline. */
+  private notProposedDetail(): string {
+    const leaderTerm = this.core.leaderTerm();
+    if (leaderTerm < 0) return 'no leader was elected in time';
+    return this.clockWait.waiting(leaderTerm)
+      ? 'the new leader had not yet heard its voters\' clocks: the write was not proposed'
+      : 'leadership was being handed over: the write was not proposed';
   }
 
   /** Once a leader is known, proposals and reads that waited for one go out. */

@@ -19,8 +19,11 @@ it('a leader may stamp once a majority of the voters\' clocks are known, not bef
   const { wait, waitedOut } = waitWith(known);
   expect(wait.mayStamp(2)).toBe(false);
   expect(wait.tick(2)).toBe(false);
+  expect(wait.waiting(2)).toBe(true);
+  expect(wait.waiting(NOT_LEADING)).toBe(false);
   known.value = true;
   expect(wait.mayStamp(2)).toBe(true);
+  expect(wait.waiting(2)).toBe(false);
   // Known for the term: a majority unheard later (statuses late) holds nothing.
   known.value = false;
   expect(wait.tick(2)).toBe(true);
