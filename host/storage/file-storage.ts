@@ -562,8 +562,9 @@ export class FileStorage implements Storage {
     if (this.phase === 'closed') return;
     await this.lock;
     await this.removal;
-    // At rest the directory holds the snapshots kept and nothing more. A spare this fails to
-    // remove is a temp file, which the next start removes.
+    // At rest the directory holds the snapshots kept, the log and its one ready spare segment
+    // (wal-prealloc.ts). A spare snapshot this fails to remove is a temp file, which the next
+    // start removes.
     const spare = this.spareSnapshot;
     this.spareSnapshot = null;
     if (spare !== null) await unlink(spare).catch(() => undefined);

@@ -15,13 +15,22 @@
  *
  * Must never: be on the durability path. A spare that fails to prepare (a full disk, say) is
  * dropped and the next roll creates its segment the old way; nothing waits for a spare.
+ *
+ * The ready spare outlives the process: closing keeps it, and the next start takes it over
+ * instead of zero-filling another. So a node restarted on a volume with no free block (a
+ * neighbour filled it) still has the room for its next segment, where creating one stopped
+ * the start with ENOSPC. Names say how far a file got, so a crash leaves nothing in doubt:
+ * `spare-<n>.recycled` (an old segment waiting to be zeroed) and `spare-<n>.zeroing` are
+ * removed at start; `spare-<n>.prealloc` is only ever the name of a spare zeroed and
+ * fdatasynced to its full length.
  */
 import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openWith } from './descriptors.js';
 
-/** Spare files are named `spare-<n>.prealloc`; recovery removes any left by a crash. */
-const SPARE_NAME = /^spare-\d+\.prealloc$/;
+/** A spare's name at each stage (see above); `<n>` numbers them within the directory. */
+const SPARE_NAME = /^spare-(\d+)\.(recycled|zeroing|prealloc)$/;
+const READY = 'prealloc';
 /**
  * Zeros written, then fdatasynced, per step while preparing a spare. One fdatasync of a whole
  * 64 MiB spare kept the disk busy for 70 ms on an idle machine and far longer under load, and
@@ -68,10 +77,26 @@ export class SegmentPreallocator {
     await this.preparing;
   }
 
-  /** Removes spares a crashed process left behind (they never hold log records). */
-  async removeLeftovers(): Promise<void> {
-    for (const name of await openWith(() => readdir(this.walDir))) {
-      if (SPARE_NAME.test(name)) await unlink(join(this.walDir, name));
+  /**
+   * Takes over one ready spare the last process left (of the segment size), and removes the
+   * rest: files a crash left half prepared, more ready ones, and all of them when spares are
+   * off. They never hold log records.
+   */
+  async adoptLeftovers(): Promise<void> {
+    for (const name of (await openWith(() => readdir(this.walDir))).sort()) {
+      const match = SPARE_NAME.exec(name);
+      if (match === null) continue;
+      this.counter = Math.max(this.counter, Number(match[1]));
+      const path = join(this.walDir, name);
+      if (match[2] === READY && this.spare === null && this.enabled && !this.closed) {
+        const handle = await openWith(() => open(path, 'r+'));
+        if ((await handle.stat()).size === this.segmentBytes) {
+          this.spare = { path, handle, bytes: this.segmentBytes };
+          continue;
+        }
+        await handle.close();
+      }
+      await unlink(path);
     }
   }
 
@@ -104,7 +129,7 @@ export class SegmentPreallocator {
    */
   async recycle(path: string): Promise<boolean> {
     if (!this.enabled || this.closed || this.recycled.length >= RECYCLED_MAX) return false;
-    const sparePath = join(this.walDir, `spare-${++this.counter}.prealloc`);
+    const sparePath = join(this.walDir, `spare-${++this.counter}.recycled`);
     await rename(path, sparePath);
     // Listed only once renamed: `prepare` may take it at any moment after.
     if (this.closed) {
@@ -120,10 +145,11 @@ export class SegmentPreallocator {
   prepare(): void {
     if (!this.enabled || this.closed || this.spare !== null || this.preparing !== null) return;
     const reused = this.recycled.shift() ?? null;
-    const path = reused ?? join(this.walDir, `spare-${++this.counter}.prealloc`);
+    const path = reused ?? join(this.walDir, `spare-${++this.counter}.zeroing`);
     this.preparing = this.fill(path, reused !== null).then((spare) => {
       this.preparing = null;
-      if (this.closed) return spare.handle.close().then(() => unlink(spare.path));
+      // Closed meanwhile: the file stays, ready for the next start (see above).
+      if (this.closed) return spare.handle.close();
       this.spare = spare;
       return undefined;
     }).catch(() => {
@@ -145,22 +171,26 @@ export class SegmentPreallocator {
         if (bytesWritten !== length) throw new Error('short write while preparing a spare');
         await handle.datasync();
       }
-      return { path, handle, bytes: this.segmentBytes };
+      // Named ready only once every zero is durable: a start takes over only such a file.
+      const readyPath = path.replace(/\.(recycled|zeroing)$/, `.${READY}`);
+      await rename(path, readyPath);
+      return { path: readyPath, handle, bytes: this.segmentBytes };
     } catch (error) {
       await handle.close();
       throw error;
     }
   }
 
-  /** Waits for a spare being prepared, then closes and removes any spare. */
+  /**
+   * Waits for a spare being prepared, removes the old files waiting to be zeroed, and closes
+   * the ready spare, whose file stays for the next start to take over.
+   */
   async close(): Promise<void> {
     this.closed = true;
     await this.preparing;
     for (const path of this.recycled.splice(0)) await unlink(path).catch(() => undefined);
     const spare = this.spare;
     this.spare = null;
-    if (spare === null) return;
-    await spare.handle.close();
-    await unlink(spare.path).catch(() => undefined);
+    if (spare !== null) await spare.handle.close();
   }
 }

@@ -559,7 +559,7 @@ export class Wal {
    */
   async recover(snapshotIndex: number, meanwhile?: () => Promise<void>): Promise<WalRecovery> {
     this.floorIndex = snapshotIndex;
-    await this.spares.removeLeftovers();
+    await this.spares.adoptLeftovers();
     const names = await this.retainedSegmentNames(snapshotIndex);
     const entries: Entry[] = [];
     let firstRecordIndex: number | null = null;

@@ -75,7 +75,9 @@ describe('a full volume', () => {
       run('mount', ['-o', 'loop', image, mountPoint]);
       mounted = true;
       const dataDir = join(mountPoint, 'n1');
-      const first = await startNode({ dataDir });
+      // 16 MiB kept free, not 64: the log's segment and its spare take 128 of the 200 MiB.
+      const env = { HIVEKV_MIN_FREE_BYTES: String(16 * 1024 * 1024) };
+      const first = await startNode({ dataDir, env });
       nodes.push(first);
       for (const key of ['a', 'b', 'c']) expect((await put(first.url, key)).status).toBe(200);
       const termBefore = (await call(first.url, 'GET', '/health')).body.term as number;
@@ -83,7 +85,7 @@ describe('a full volume', () => {
 
       const filler = join(mountPoint, 'filler');
       fillVolume(filler);
-      const again = await startNode({ dataDir });
+      const again = await startNode({ dataDir, env });
       nodes.push(again);
       const health = await waitFor('a leader on the full volume', 15_000, async () => {
         const answer = await call(again.url, 'GET', '/health');
@@ -128,7 +130,7 @@ function leaveFree(path: string, leaveBytes: number): void {
   }
 }
 
-describe('a snapshot with no room', () => {
+describe('a volume with no room', () => {
   const unmounts: string[] = [];
   afterAll(async () => {
     for (const node of nodes) await node.kill().catch(() => undefined);
@@ -172,6 +174,36 @@ describe('a snapshot with no room', () => {
       expect(again.output()).not.toContain('fatal');
       expect(await again.stop()).toBe(0);
     }, 120_000);
+
+  it.runIf(CAN_MOUNT_LOOP)('a log restarted on a full volume rolls into the spare it kept',
+    async () => {
+      // Segments of 1 MiB here: a roll is needed soon after the restart. A new segment file
+      // on a full volume stopped the node with ENOSPC; the spare kept at rest has the room.
+      const volume = join(root, 'roll');
+      mountVolume(volume, 64 * 1024 * 1024, unmounts);
+      const dir = join(volume, 'n1');
+      const segmentBytesMax = 1024 * 1024;
+      const entry = (index: number) => ({ term: 1, index, timeMs: index, type: 'normal' as const,
+        data: new Uint8Array(16 * 1024) });
+      const first = new FileStorage(dir, { segmentBytesMax, minFreeBytes: 0 });
+      await first.recover();
+      first.append(Array.from({ length: 40 }, (_, i) => entry(i + 1)));
+      await first.sync();
+      await first.close();
+      expect(readdirSync(join(dir, 'wal')).filter((n) => n.endsWith('.prealloc')))
+        .toHaveLength(1);
+      fillVolume(join(volume, 'filler'));
+      const again = new FileStorage(dir, { segmentBytesMax, minFreeBytes: 0 });
+      const state = await again.recover();
+      expect(state.entries).toHaveLength(40);
+      // 40 more entries of 16 KiB: past the first segment's 1 MiB.
+      again.append(Array.from({ length: 40 }, (_, i) => entry(i + 41)));
+      await again.sync();
+      await again.close();
+      const last = new FileStorage(dir, { segmentBytesMax, minFreeBytes: 0 });
+      expect((await last.recover()).entries).toHaveLength(80);
+      await last.close();
+    }, 60_000);
 
   it.runIf(CAN_MOUNT_LOOP)('refused midway by the volume, leaves no file and a usable storage',
     async () => {

@@ -100,6 +100,11 @@ async function snapshotCovering(storage: FileStorage, count: number): Promise<nu
 }
 
 /** The inode of each segment file the log has now. */
+/** The ready spares in the log's directory (wal-prealloc.ts). */
+async function readySpares(dir: string): Promise<string[]> {
+  return (await readdir(join(dir, 'wal'))).filter((name) => name.endsWith('.prealloc'));
+}
+
 async function segmentInodes(dir: string): Promise<number[]> {
   return Promise.all((await segments(dir)).map(async (path) => (await stat(path)).ino));
 }
@@ -114,14 +119,38 @@ it('a new log writes into a zero-filled segment of the full size', async () => {
   const bytes = await readFile(path);
   expect(bytes.subarray(recordOffset(5)).every((byte) => byte === 0)).toBe(true);
   expect(await recoverIndexes(dir)).toEqual([1, 2, 3, 4, 5]);
-  // While open, a spare for the next segment waits beside it; closing removes it. A log that
-  // has segments prepares it in the background (open does not wait), so look until it shows.
+  // While open, a spare for the next segment waits beside it, zero-filled to the full size.
+  // A log that has segments prepares it in the background (open does not wait).
   const storage = await open(dir);
   await waitFor('a spare segment', 10_000, async () =>
-    (await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc')) || undefined);
+    (await readySpares(dir)).length === 1 || undefined);
   await storage.close();
-  expect((await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc')))
-    .toBe(false);
+  // Closing keeps it: the next start takes it over (same file) and zeroes no other.
+  const [spare] = await readySpares(dir);
+  const inode = (await stat(join(dir, 'wal', spare!))).ino;
+  expect((await stat(join(dir, 'wal', spare!))).size).toBe(SEGMENT_BYTES);
+  const again = await open(dir);
+  again.append(entries(6, 1_000));
+  await again.sync();
+  await again.close();
+  expect(await segmentInodes(dir)).toContain(inode);
+  expect(await recoverIndexes(dir)).toEqual(Array.from({ length: 1_005 }, (_, i) => i + 1));
+});
+
+it('a start removes spares a crash left half prepared, and keeps one ready spare', async () => {
+  const { dir } = await logWith(5);
+  const wal = join(dir, 'wal');
+  await writeFile(join(wal, 'spare-7.zeroing'), Buffer.alloc(4096));
+  await writeFile(join(wal, 'spare-8.recycled'), Buffer.alloc(SEGMENT_BYTES, 1));
+  await writeFile(join(wal, 'spare-9.prealloc'), Buffer.alloc(SEGMENT_BYTES));
+  await writeFile(join(wal, 'spare-10.prealloc'), Buffer.alloc(SEGMENT_BYTES));
+  await writeFile(join(wal, 'spare-11.prealloc'), Buffer.alloc(100));
+  const storage = await open(dir);
+  const names = (await readdir(wal)).filter((name) => name.startsWith('spare-'));
+  expect(names).toHaveLength(1);
+  expect(names[0]).toMatch(/^spare-\d+\.prealloc$/);
+  expect((await stat(join(wal, names[0]!))).size).toBe(SEGMENT_BYTES);
+  await storage.close();
 });
 
 it('appends after a restart continue inside the same preallocated segment', async () => {
@@ -252,8 +281,9 @@ it('segments a snapshot covers are zeroed into the spares later segments are ren
       expect((await segmentInodes(dir)).filter((ino) => coveredInodes.has(ino))).toHaveLength(2);
       expect(await recoverIndexes(dir))
         .toEqual(Array.from({ length: 1_200 - lastCovered }, (_, i) => lastCovered + 1 + i));
-      expect((await readdir(join(dir, 'wal'))).some((name) => name.endsWith('.prealloc')))
-        .toBe(false);
+      expect((await readySpares(dir)).length).toBeLessThanOrEqual(1);
+      expect((await readdir(join(dir, 'wal'))).filter((name) => /\.(recycled|zeroing)$/
+        .test(name))).toEqual([]);
     } finally {
       for (const handle of covered) await handle.close();
     }
