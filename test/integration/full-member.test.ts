@@ -30,23 +30,28 @@ afterAll(async () => {
   for (const dir of dirs) removeDir(dir);
 });
 
+/** A three-voter cluster of real processes, n3 started with `n3Env` besides the others'. */
+async function threeWithN3(n3Env: Record<string, string>): Promise<Map<string, NodeProcess>> {
+  const peers = peersFlag(await memberPorts(3));
+  const nodes = new Map<string, NodeProcess>();
+  for (const id of ['n1', 'n2', 'n3']) {
+    const dir = tempDir(`full-member-${id}`);
+    dirs.push(dir);
+    const env = id === 'n3' ? { ...UNLIMITED_RATES, ...n3Env } : UNLIMITED_RATES;
+    const node = await startNode({ dataDir: dir, env, args: ['--id', id, '--peers', peers] });
+    started.push(node);
+    nodes.set(id, node);
+  }
+  return nodes;
+}
+
 const put = (node: NodeProcess, key: string) =>
   kv(node.url, [{ op: 'put', ns: 'space', key, value: 1, forever: true }]);
 
 describe.skipIf(!roomy)('a member low on free space', () => {
   it('stops writes on every member, naming it; reads go on; writes come back once it is gone',
     async () => {
-      const peers = peersFlag(await memberPorts(3));
-      const nodes = new Map<string, NodeProcess>();
-      for (const id of ['n1', 'n2', 'n3']) {
-        const dir = tempDir(`full-member-${id}`);
-        dirs.push(dir);
-        const env = id === 'n3' ? { ...UNLIMITED_RATES, HIVEKV_MIN_FREE_BYTES: String(TIB) }
-          : UNLIMITED_RATES;
-        const node = await startNode({ dataDir: dir, env, args: ['--id', id, '--peers', peers] });
-        started.push(node);
-        nodes.set(id, node);
-      }
+      const nodes = await threeWithN3({ HIVEKV_MIN_FREE_BYTES: String(TIB) });
       const leaderId = await agreedLeader([...nodes.values()], WAIT_MS);
       const leader = nodes.get(leaderId)!;
       // n1 and n2 refuse, as followers or leader, naming n3 (which refuses by its own disk).
@@ -76,17 +81,7 @@ describe.skipIf(!roomy)('a member low on free space', () => {
 describe('a member with a smaller memory budget', () => {
   it('bounds the state on every member, naming it; deletes go on; lifted once it is gone',
     async () => {
-      const peers = peersFlag(await memberPorts(3));
-      const nodes = new Map<string, NodeProcess>();
-      for (const id of ['n1', 'n2', 'n3']) {
-        const dir = tempDir(`small-budget-${id}`);
-        dirs.push(dir);
-        const env = id === 'n3' ? { ...UNLIMITED_RATES, HIVEKV_MAX_STATE_BYTES: String(MIB) }
-          : UNLIMITED_RATES;
-        const node = await startNode({ dataDir: dir, env, args: ['--id', id, '--peers', peers] });
-        started.push(node);
-        nodes.set(id, node);
-      }
+      const nodes = await threeWithN3({ HIVEKV_MAX_STATE_BYTES: String(MIB) });
       await agreedLeader([...nodes.values()], WAIT_MS);
       const n1 = nodes.get('n1')!;
       await waitFor('n1 to hear n3\'s budget', WAIT_MS, async () => {
