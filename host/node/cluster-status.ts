@@ -80,7 +80,7 @@ export class ClusterStatus {
   private timer: TimerHandle | null = null;
   private url: string | null = null;
   /** How many statuses held say their member's storage is full (stale ones too). */
-  private anyStorageFull = 0;
+  private storageFullCount = 0;
 
   constructor(
     private readonly selfId: string,
@@ -166,7 +166,7 @@ export class ClusterStatus {
    */
   membersStorageFull(): readonly string[] {
     // Asked on every write: nothing is worked out or made while no member said it was full.
-    if (this.anyStorageFull === 0) return NONE;
+    if (this.storageFullCount === 0) return NONE;
     const now = this.deps.monotonicMs();
     const full: string[] = [];
     for (const [id, heard] of this.heard) {
@@ -179,7 +179,7 @@ export class ClusterStatus {
   private countStorageFull(): void {
     let count = 0;
     for (const heard of this.heard.values()) if (heard.status.storageFull) count += 1;
-    this.anyStorageFull = count;
+    this.storageFullCount = count;
   }
 
   /**

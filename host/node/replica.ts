@@ -681,8 +681,8 @@ export class Replica implements KvService, MembersService {
     if (isWrite && this.lowOnSpace()) {
       return unavailable('storage_full', 'the data directory is low on free space');
     }
-    const full = isWrite ? this.deps.membersStorageFull?.() ?? [] : [];
-    if (full.length > 0) {
+    const full = isWrite ? this.deps.membersStorageFull?.() : undefined;
+    if (full !== undefined && full.length > 0) {
       return unavailable('storage_full', `the data directory of member ${full.join(', ')} is ` +
         'low on free space: every member holds every entry');
     }
