@@ -265,6 +265,12 @@ function reportSnapshot(metrics: NodeMetrics,
         'until writes stop at HIVEKV_MIN_FREE_BYTES; free space or grow the volume');
       return;
     }
+    if (event.kind === 'refused') {
+      logger.warn({ index: event.index, bytes: event.dataBytes, detail: event.detail },
+        'snapshot from the leader refused for want of free space: this node stays behind ' +
+        'its leader, which sends it again later; free space or grow the volume');
+      return;
+    }
     logger.info({ index: event.index, bytes: event.dataBytes, ms: event.ms },
       `snapshot ${event.kind}`);
   };

@@ -353,6 +353,7 @@ export class NodeMetrics implements RequestMetrics {
     if (event.kind === 'taken' && Number.isFinite(event.ms) && event.ms >= 0) {
       this.snapshotSeconds.observe(event.ms / 1000);
     }
+    if (event.kind === 'refused') return;
     if (event.kind !== 'abandoned' && event.kind !== 'no_room') {
       this.snapshotIndex.set(event.index);
       this.snapshotBytes.set(event.dataBytes);

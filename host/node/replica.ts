@@ -60,7 +60,8 @@ import {
   CheckpointSchedule, DIGEST_EVERY_DEFAULT, DivergenceError,
 } from './checkpoints.js';
 import {
-  ChunkSender, restoreMachine, SNAPSHOT_SLICE_BYTES, snapshotDue, SnapshotReceiver, Snapshotter,
+  ChunkSender, type RefusedSnapshot, restoreMachine, SNAPSHOT_SLICE_BYTES, snapshotDue,
+  SnapshotReceiver, Snapshotter,
 } from './snapshotter.js';
 import { SyncPlacement } from './sync-placement.js';
 import { LEADER_CLOCK_WAIT_MS, LeaderClockWait, type MajorityClock } from './leader-clock-wait.js';
@@ -168,13 +169,18 @@ export interface ReplicaDeps {
  * leader, or restored from at start-up.
  */
 export interface SnapshotEvent {
-  /** no_room: not taken, for want of free space (storage.ts, SnapshotNoRoomError). */
-  readonly kind: 'begun' | 'taken' | 'abandoned' | 'no_room' | 'installed' | 'restored';
+  /**
+   * no_room: not taken, for want of free space (storage.ts, SnapshotNoRoomError); refused:
+   * one the leader sends, refused for want of free space (before its first byte, or when
+   * the volume ran out midway); the leader sends it again later.
+   */
+  readonly kind: 'begun' | 'taken' | 'abandoned' | 'no_room' | 'refused' | 'installed' |
+    'restored';
   readonly index: number;
   readonly dataBytes: number;
   /** From its start to its end (taken: until durable; installed: receipt complete to restored). */
   readonly ms: number;
-  /** Why, for no_room. */
+  /** Why, for no_room and refused. */
   readonly detail?: string;
 }
 
@@ -336,6 +342,8 @@ export class Replica implements KvService, MembersService {
   private exportWanted = false;
   /** The memory budget in force, and the member whose it is (null: this node's own). */
   private stateBudget: { member: string | null; bytes: number } = { member: null, bytes: 0 };
+  /** Refusals of a leader's snapshot for want of room reported so far (the core counts). */
+  private snapshotRefusalsSeen = 0;
   /** Why the last snapshot this node began was not taken for want of room; null if it was. */
   private snapshotNoRoom: string | null = null;
   /** A new leader stamps nothing until it knows a majority of the voters' clocks. */
@@ -511,6 +519,37 @@ export class Replica implements KvService, MembersService {
     if (next.bytes === this.stateBudget.bytes && next.member === this.stateBudget.member) return;
     this.stateBudget = next;
     this.deps.machine.setGrowthBudget(next.bytes);
+  }
+
+  /**
+   * Tells the core how large a snapshot from the leader storage can take now (read once a
+   * tick), and reports each one it refused: this node stays behind its leader until it has
+   * room, and says so, instead of running its volume out midway and stopping.
+   */
+  private refreshSnapshotRoom(): void {
+    if (this.core.leaderTerm() !== -1) return;
+    this.core.setSnapshotRoom(this.deps.storage.snapshotRoomBytes());
+    const refusal = this.core.lastSnapshotRefusal();
+    if (refusal === null || refusal.count === this.snapshotRefusalsSeen) return;
+    this.snapshotRefusalsSeen = refusal.count;
+    this.noteSnapshot('refused', { meta: refusal.meta, dataBytes: refusal.totalBytes },
+      this.deps.scheduler.nowMs(), `${refusal.totalBytes} bytes do not fit in the ` +
+      `${refusal.roomBytes} this volume has for a snapshot (4 MiB are kept spare)`);
+  }
+
+  /**
+   * Storage refused the bytes of snapshot `index` from the leader midway (its volume ran
+   * out): nothing of it is left, and the core forgets it, so the leader sends it again from
+   * the start. Once its last chunk was taken the core had installed it, and the node stops.
+   */
+  private abandonRefusedSnapshot(refused: RefusedSnapshot, whole: Snapshot | null): void {
+    const index = refused.index;
+    if (whole?.meta.index === index || !this.core.abandonReceivedSnapshot(index)) {
+      throw new Error(`snapshot ${index} from the leader: the volume ran out of room for ` +
+        'it after its last chunk was taken; free space, and restart the node');
+    }
+    this.noteSnapshot('refused', { meta: { index }, dataBytes: refused.totalBytes },
+      this.deps.scheduler.nowMs(), 'the volume ran out of room for it midway');
   }
 
   /**
@@ -830,6 +869,7 @@ export class Replica implements KvService, MembersService {
       if (this.state !== 'running') return;
       this.core.tick();
       this.refreshStateBudget();
+      this.refreshSnapshotRoom();
       // Writes held for a new leader's clock go out the tick it knows its voters' clocks.
       if (this.clockWait.tick(this.core.leaderTerm()) && this.writesAwaitingLeader.length > 0) {
         this.releaseAwaitingLeader();
@@ -1035,7 +1075,10 @@ export class Replica implements KvService, MembersService {
     const snapshot = ready.snapshot;
     this.sendAll(ready.earlyMessages);
     this.installing = (async () => {
-      if (ready.receivedSnapshot.length > 0) await this.receiver.write(ready.receivedSnapshot);
+      if (ready.receivedSnapshot.length > 0) {
+        const refused = await this.receiver.write(ready.receivedSnapshot);
+        if (refused !== null) this.abandonRefusedSnapshot(refused, snapshot);
+      }
       if (snapshot !== null) {
         while (this.syncInFlight !== null || this.storageDirty) {
           this.startSync();
@@ -1068,7 +1111,8 @@ export class Replica implements KvService, MembersService {
   }
 
   private noteSnapshot(kind: SnapshotEvent['kind'],
-    snapshot: { meta: SnapshotMeta; dataBytes: number }, startMs: number, detail?: string): void {
+    snapshot: { meta: { readonly index: number }; dataBytes: number }, startMs: number,
+    detail?: string): void {
     this.deps.onSnapshot?.({ kind, index: snapshot.meta.index, dataBytes: snapshot.dataBytes,
       ms: this.deps.scheduler.nowMs() - startMs, ...(detail === undefined ? {} : { detail }) });
   }

@@ -20,7 +20,7 @@ import type { SnapshotChunkMessage } from '../core/raft/messages.js';
 import type { ReceivedSnapshotStep } from '../core/raft/ready.js';
 import type { Snapshot, SnapshotMeta } from '../core/raft/types.js';
 import type { StateMachine } from '../machine/state-machine.js';
-import type { SnapshotSink, Storage } from '../storage/storage.js';
+import { SnapshotNoRoomError, type SnapshotSink, type Storage } from '../storage/storage.js';
 import { LegacySnapshotSkipper } from './envelope.js';
 import type { Scheduler, TimerHandle } from './scheduler.js';
 
@@ -223,30 +223,62 @@ export class Snapshotter {
   }
 }
 
-/** Writes a snapshot a leader sends, chunk by chunk, then installs it. */
+/** A snapshot from the leader whose bytes the volume refused midway. */
+export interface RefusedSnapshot {
+  readonly index: number;
+  readonly totalBytes: number;
+}
+
+/**
+ * Writes a snapshot a leader sends, chunk by chunk, then installs it. A volume that refuses
+ * its bytes (storage.ts, SnapshotNoRoomError) leaves nothing of it: `write` names it, skips
+ * its later chunks, and the driver tells the core to forget it (the leader starts again).
+ */
 export class SnapshotReceiver {
   private sink: SnapshotSink | null = null;
   private written = 0;
+  /** The snapshot refused for want of room: its later chunks are skipped. */
+  private refusedIndex = -1;
 
   constructor(private readonly storage: Storage) {}
 
-  /** Writes the Ready's steps in order (ready.ts, ReceivedSnapshotStep). */
-  async write(steps: readonly ReceivedSnapshotStep[]): Promise<void> {
+  /**
+   * Writes the Ready's steps in order (ready.ts, ReceivedSnapshotStep). Returns a snapshot
+   * storage refused for want of room on the way, or null.
+   */
+  async write(steps: readonly ReceivedSnapshotStep[]): Promise<RefusedSnapshot | null> {
+    let refused: RefusedSnapshot | null = null;
     for (const step of steps) {
-      if (step.type === 'abandon' || step.offset === 0) await this.abandon();
-      if (step.type === 'abandon') continue;
-      if (step.offset === 0) {
-        this.sink = await this.storage.createSnapshot(step.meta, step.totalBytes);
-        this.written = 0;
+      if (step.type === 'abandon' || step.offset === 0) {
+        await this.abandon();
+        this.refusedIndex = -1;
       }
-      const sink = this.sink;
-      if (sink === null || sink.meta.index !== step.meta.index || this.written !== step.offset) {
-        throw new Error(`assertion failed: snapshot chunk at ${step.offset} of ` +
-          `${step.meta.index} does not follow what was written`);
+      if (step.type === 'abandon' || step.meta.index === this.refusedIndex) continue;
+      try {
+        await this.writeChunk(step);
+      } catch (error) {
+        if (!(error instanceof SnapshotNoRoomError)) throw error;
+        // Storage removed the file: there is nothing left to abort.
+        this.sink = null;
+        this.refusedIndex = step.meta.index;
+        refused = { index: step.meta.index, totalBytes: step.totalBytes };
       }
-      this.written += step.data.length;
-      await sink.write(step.data);
     }
+    return refused;
+  }
+
+  private async writeChunk(step: ReceivedSnapshotStep & { type: 'chunk' }): Promise<void> {
+    if (step.offset === 0) {
+      this.sink = await this.storage.createSnapshot(step.meta, step.totalBytes);
+      this.written = 0;
+    }
+    const sink = this.sink;
+    if (sink === null || sink.meta.index !== step.meta.index || this.written !== step.offset) {
+      throw new Error(`assertion failed: snapshot chunk at ${step.offset} of ` +
+        `${step.meta.index} does not follow what was written`);
+    }
+    await sink.write(step.data);
+    this.written += step.data.length;
   }
 
   /** The snapshot is whole: makes it durable and installs it in storage. */

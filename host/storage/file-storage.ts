@@ -546,6 +546,16 @@ export class FileStorage implements Storage {
     return this.freeBytesSeen ?? 0;
   }
 
+  /**
+   * The largest snapshot `createSnapshot` would take now: free bytes (read at most every
+   * 500 ms) and the spare snapshot file it would write over, less SNAPSHOT_SLACK_BYTES.
+   */
+  snapshotRoomBytes(): number {
+    const spare = this.spareSnapshot;
+    const room = this.freeBytes() + (spare === null ? 0 : fileBytes(spare));
+    return Math.max(0, room - SNAPSHOT_SLACK_BYTES);
+  }
+
   private refreshSpace(nowMs: number): void {
     const freeBytes = this.readFreeBytes(this.dir);
     const low = freeBytes < this.minFreeBytes;

@@ -96,6 +96,8 @@ export interface Storage {
     AsyncIterable<Uint8Array>;
   /** True while free space is too low to take writes safely; the driver refuses writes. */
   isLowOnSpace(): boolean;
+  /** The largest snapshot `createSnapshot` would take now (it refuses larger ones). */
+  snapshotRoomBytes(): number;
   close(): Promise<void>;
 }
 

@@ -14,7 +14,7 @@ import {
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { waitFor } from '../helpers/cluster.js';
+import { agreedLeader, memberPorts, peersFlag, waitFor } from '../helpers/cluster.js';
 import {
   call, kv, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
 } from '../helpers/node-process.js';
@@ -154,7 +154,7 @@ describe('a volume with no room', () => {
         expect((await kv(first.url, ops)).status).toBe(200);
       }
       expect(await first.stop()).toBe(0);
-      // 8 MiB free: above the 4 MiB the node keeps, below the snapshot's 15 MB.
+      // 8 MiB free: above the 4 MiB the node keeps, below any snapshot of it.
       leaveFree(join(volume, 'filler'), 8 * 1024 * 1024);
       const again = await startNode({ dataDir, env: { ...UNLIMITED_RATES,
         ...keepFree, HIVEKV_SNAPSHOT_EVERY_ENTRIES: '10' } });
@@ -174,6 +174,59 @@ describe('a volume with no room', () => {
       expect(again.output()).not.toContain('fatal');
       expect(await again.stop()).toBe(0);
     }, 120_000);
+
+  it.runIf(CAN_MOUNT_LOOP)('a follower with no room for its leader\'s snapshot stays up ' +
+    'behind it, and takes the snapshot once it has room', async () => {
+    const volume = join(root, 'follower');
+    mountVolume(volume, IMAGE_BYTES, unmounts);
+    const members = await memberPorts(3);
+    const env = { ...UNLIMITED_RATES, HIVEKV_MIN_FREE_BYTES: String(1024 * 1024),
+      HIVEKV_SNAPSHOT_EVERY_ENTRIES: '10' };
+    const dirs = new Map([['n1', tempDir('full-disk-n1')], ['n2', tempDir('full-disk-n2')],
+      ['n3', join(volume, 'n3')]]);
+    const start = async (id: string) => {
+      const node = await startNode({ dataDir: dirs.get(id)!, env,
+        args: ['--id', id, '--peers', peersFlag(members)] });
+      nodes.push(node);
+      return node;
+    };
+    const [n1, n2, n3] = [await start('n1'), await start('n2'), await start('n3')];
+    const first = await agreedLeader([n1!, n2!, n3!]);
+    expect((await put(n1!.url, 'first')).status).toBe(200);
+    await waitFor('n3 to hold the first write', 15_000, async () =>
+      (await call(n3!.url, 'GET', '/api/v1/kv/disk/first')).status === 200 || undefined);
+    expect(await n3!.stop()).toBe(0);
+    // About 23 MB of state while n3 is away: n1 and n2 snapshot it and drop their logs.
+    const leader = first === 'n2' ? n2! : n1!;
+    const value = 'v'.repeat(60_000);
+    await waitFor('a leader of two', 15_000, async () =>
+      (await put(leader.url, 'probe')).status === 200 || undefined);
+    for (let batch = 0; batch < 24; batch++) {
+      const ops = Array.from({ length: 16 }, (_, i) => ({ op: 'put', ns: 'big',
+        key: `k${batch * 16 + i}`, value, forever: true }));
+      expect((await kv(leader.url, ops)).status).toBe(200);
+    }
+    // 8 MiB free on n3's volume: above the 1 MiB it keeps, below any snapshot of it.
+    const filler = join(volume, 'filler');
+    leaveFree(filler, 8 * 1024 * 1024);
+    const again = await start('n3');
+    // Written anyway, the snapshot stopped n3 with ENOSPC, and again at every restart.
+    const outcome = await waitFor('the snapshot to n3', 30_000, async () => {
+      if (again.output().includes('fatal')) return again.output();
+      return again.output().includes('snapshot from the leader refused') ? 'refused' : undefined;
+    });
+    expect(outcome).toBe('refused');
+    const metrics = (await call(again.url, 'GET', '/metrics')).text;
+    expect(metrics).toMatch(/hivekv_snapshots_total\{event="refused"\} [1-9]/);
+    expect((await call(again.url, 'GET', '/health')).status).toBe(200);
+    rmSync(filler);
+    await waitFor('n3 to install the snapshot', 30_000, async () =>
+      again.output().includes('snapshot installed') || undefined);
+    const read = await call(again.url, 'GET', '/api/v1/kv/big/k200');
+    expect(read.status).toBe(200);
+    expect(read.body.value).toBe(value);
+    expect(again.output()).not.toContain('fatal');
+  }, 150_000);
 
   it.runIf(CAN_MOUNT_LOOP)('a log restarted on a full volume rolls into the spare it kept',
     async () => {

@@ -308,6 +308,10 @@ export class SimStorage implements Storage {
     return false;
   }
 
+  snapshotRoomBytes(): number {
+    return Number.POSITIVE_INFINITY;
+  }
+
   close(): Promise<void> {
     return Promise.resolve();
   }

@@ -20,7 +20,9 @@ import {
 } from '../../host/node/snapshotter.js';
 import { FileStorage } from '../../host/storage/file-storage.js';
 import { snapshotFileName } from '../../host/storage/snapshot-files.js';
-import type { SnapshotSink, Storage } from '../../host/storage/storage.js';
+import {
+  SnapshotNoRoomError, type SnapshotSink, type Storage,
+} from '../../host/storage/storage.js';
 import { Harness, put } from '../model/machine-harness.js';
 
 const dirs: string[] = [];
@@ -308,6 +310,57 @@ it('received chunks are written as they come, then installed; a dropped one goes
   await expect(receiver.write([{ type: 'chunk', meta, offset: 5, totalBytes: total,
     data: new Uint8Array(1) }])).rejects.toThrow(/does not follow/);
 });
+
+it('a received snapshot storage has no room for is refused, its later chunks skipped',
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hivekv-snapshotter-'));
+    dirs.push(dir);
+    let free = 1024;
+    const storage = new FileStorage(dir, { readFreeBytes: () => free });
+    await storage.recover();
+    storages.push(storage);
+    const source = loaded(200);
+    const { storage: sourceStorage } = await storageIn();
+    const taken = await new Snapshotter(source.m, sourceStorage).take(metaOf(source));
+    const meta = taken!.meta;
+    const total = taken!.dataBytes;
+    const chunkAt = async (offset: number) => ({ type: 'chunk' as const, meta, offset,
+      totalBytes: total, data: await sourceStorage.readSnapshot(meta.index, offset,
+        Math.min(1000, total - offset)) });
+    const receiver = new SnapshotReceiver(storage);
+    // No room at its start: nothing is written, and the chunks after it are skipped.
+    expect(await receiver.write([await chunkAt(0), await chunkAt(1000)]))
+      .toEqual({ index: meta.index, totalBytes: total });
+    expect(await receiver.write([await chunkAt(2000)])).toBeNull();
+    expect(await readdir(join(dir, 'snap'))).toEqual([]);
+    // The volume refuses bytes midway: storage removes the file, the receiver skips the rest.
+    free = 1024 ** 4;
+    let writes = 0;
+    const refusing = Object.assign(Object.create(storage) as Storage, {
+      createSnapshot: async (m: SnapshotMeta, bytes: number): Promise<SnapshotSink> => {
+        const sink = await storage.createSnapshot(m, bytes);
+        return { ...sink, write: async (chunk: Uint8Array) => {
+          if (++writes === 2) {
+            await sink.abort();
+            throw new SnapshotNoRoomError(m.index, bytes, 'the volume refused its bytes');
+          }
+          return sink.write(chunk);
+        } };
+      },
+    });
+    const midway = new SnapshotReceiver(refusing);
+    expect(await midway.write([await chunkAt(0), await chunkAt(1000), await chunkAt(2000)]))
+      .toEqual({ index: meta.index, totalBytes: total });
+    expect(await readdir(join(dir, 'snap'))).toEqual([]);
+    // Sent again from its start, it is taken whole.
+    const steps = [];
+    for (let offset = 0; offset < total; offset += 1000) steps.push(await chunkAt(offset));
+    expect(await midway.write(steps)).toBeNull();
+    await midway.complete({ meta, dataBytes: total });
+    const restored = new Harness();
+    await restoreMachine(storage, restored.m, { meta, dataBytes: total });
+    expect(restored.m.digest()).toBe(source.m.digest());
+  });
 
 it('chunks to followers are filled from storage, in order per follower', async () => {
   const { storage } = await storageIn();

@@ -731,6 +731,78 @@ describe('§7 log compaction', () => {
     expect(c.node('n3').disk.snapshotData).toEqual(bytes('renewed-state'));
     expect(appliedTexts(c, 'n3')).toEqual([]);
   });
+
+  it('a follower with no room refuses a snapshot; the leader retries, slower each time', () => {
+    const { c, data, snapshotIndex } = lagging();
+    c.restart('n3');
+    c.raft('n3').setSnapshotRoom(data.length - 1);
+    const starts: number[] = [];
+    let tick = 0;
+    c.onDeliver = (m) => {
+      if (m.type === 'snapshotChunk' && m.to === 'n3' && m.offset === 0) starts.push(tick);
+    };
+    for (; tick < 260; tick++) c.tickAll(1);
+    // Nothing of it was taken, and every start was refused before its first byte.
+    expect(c.node('n3').disk.snapshot).toBeNull();
+    expect(c.node('n3').disk.incoming).toBeNull();
+    expect(c.raft('n3').lastSnapshotRefusal()).toMatchObject({ meta: { index: snapshotIndex },
+      totalBytes: data.length, roomBytes: data.length - 1, count: starts.length });
+    // Stalls of 3 heartbeats (1 tick each) doubling: 3, 6, 12, 24, 48, 96, then 96 again.
+    const gaps = starts.slice(1).map((at, i) => at - starts[i]!);
+    expect(gaps.slice(0, 6)).toEqual([3, 6, 12, 24, 48, 96]);
+    c.raft('n3').setSnapshotRoom(data.length);
+    c.onDeliver = null;
+    c.tickAll(100);
+    expect(c.node('n3').disk.snapshotData).toEqual(data);
+    expect(appliedTexts(c, 'n3')).toEqual(['after']);
+  });
+
+  it('a snapshot storage refused midway is forgotten, and taken again from its start', () => {
+    const f = follower('n3', 1, []);
+    const meta = { index: 9, term: 1, timeMs: 5, ...bootstrapConfiguration(THREE) };
+    const chunk = (offset: number, text3: string) => ({ type: 'snapshotChunk' as const,
+      from: 'n1', to: 'n3', term: 1, meta, offset, totalBytes: 9, chunkBytes: 3,
+      data: bytes(text3) });
+    const steps = () => {
+      const rd = f.ready();
+      f.advance(rd);
+      return rd.receivedSnapshot.map((s) => s.type === 'chunk' ? text(s.data) : s.type);
+    };
+    f.step(chunk(0, 'abc'));
+    expect(steps()).toEqual(['abc']);
+    f.step(chunk(3, 'def'));
+    // The driver's write of 'abc' ran out of room while 'def' waited for the next Ready.
+    expect(f.abandonReceivedSnapshot(9)).toBe(true);
+    expect(steps()).toEqual([]);
+    // The next chunk finds nothing under way: the answer sends the leader back to 0.
+    f.step(chunk(6, 'ghi'));
+    const rd = f.ready();
+    expect(rd.receivedSnapshot).toEqual([]);
+    expect(rd.messages).toContainEqual(expect.objectContaining({
+      type: 'snapshotChunkResponse', snapshotIndex: 9, nextOffset: 0 }));
+    f.advance(rd);
+    for (const [offset, part] of [[0, 'abc'], [3, 'def'], [6, 'ghi']] as const) {
+      f.step(chunk(offset, part));
+    }
+    expect(steps()).toEqual(['abc', 'def', 'ghi']);
+    // Its last chunk taken, it is installed: too late to abandon.
+    expect(f.abandonReceivedSnapshot(9)).toBe(false);
+  });
+
+  it('a refusal drops the transfer under way, and its driver is told', () => {
+    const f = follower('n3', 1, []);
+    const meta = { index: 9, term: 1, timeMs: 5, ...bootstrapConfiguration(THREE) };
+    f.step({ type: 'snapshotChunk', from: 'n1', to: 'n3', term: 1, meta, offset: 0,
+      totalBytes: 6, chunkBytes: 3, data: bytes('abc') });
+    drain(f);
+    f.setSnapshotRoom(7);
+    f.step({ type: 'snapshotChunk', from: 'n1', to: 'n3', term: 1, meta: { ...meta, index: 12 },
+      offset: 0, totalBytes: 8, chunkBytes: 3, data: bytes('xyz') });
+    const rd = f.ready();
+    expect(rd.receivedSnapshot).toEqual([{ type: 'abandon', meta }]);
+    expect(rd.messages.filter((m) => m.type === 'snapshotChunkResponse')).toEqual([]);
+    expect(f.lastSnapshotRefusal()).toMatchObject({ totalBytes: 8, roomBytes: 7, count: 1 });
+  });
 });
 
 describe('thesis: pre-vote, check-quorum, leader lease, transfer', () => {

@@ -26,6 +26,12 @@ export interface SnapshotTransfer {
   sentBytes: number;
   /** Leader ticks since the acknowledgement last moved, to resend lost chunks. */
   idleTicks: number;
+  /**
+   * Resends since the acknowledgement last moved: each doubles the wait before the next, so
+   * a follower that refuses the snapshot (no room for it) is not sent its first chunks anew
+   * every few heartbeats.
+   */
+  stalls: number;
   /** At least one chunk went out (an empty snapshot still needs one, zero-byte, chunk). */
   anySent: boolean;
 }
@@ -76,7 +82,7 @@ export class Progress {
     this.probeSent = false;
     this.inflightLastIndexes.length = 0;
     this.transfer = { meta, totalBytes, ackedBytes: 0, sentBytes: 0, idleTicks: 0,
-      anySent: false };
+      stalls: 0, anySent: false };
   }
 
   /** True when no append may be sent now. */

@@ -61,6 +61,11 @@ export const COMMITTED_BYTES_PER_READY_MAX = 8 * 1024 * 1024;
 export const SNAPSHOT_CHUNKS_IN_FLIGHT_MAX = 4;
 /** A snapshot stream whose acknowledgements stall this many heartbeats is resent. */
 export const SNAPSHOT_STALL_HEARTBEATS = 3;
+/**
+ * Each resend with no acknowledgement since the last doubles the wait before the next, at
+ * most this many times (3 heartbeats become 96: 4.8 s on a node, a heartbeat a 50 ms tick).
+ */
+export const SNAPSHOT_STALL_BACKOFF_MAX = 5;
 /** The largest snapshot a follower accepts (8 GiB, past any machine's 4 GiB of memory). */
 export const SNAPSHOT_BYTES_MAX = 8 * 1024 * 1024 * 1024;
 /** A pending read fails after this many election timeouts. */
@@ -199,6 +204,31 @@ export interface RaftCore {
   status(): RaftStatus;
   /** This node's term while it leads, else -1: `status()` without making an object. */
   leaderTerm(): number;
+  /**
+   * The largest snapshot this node's storage can take now (its free space less a margin;
+   * default: no limit). A snapshot from the leader larger than this is refused before its
+   * first byte: no chunk of it is taken or acknowledged, so the leader tries again later,
+   * each time waiting twice as long as the last (up to SNAPSHOT_STALL_BACKOFF_MAX).
+   */
+  setSnapshotRoom(bytes: number): void;
+  /** The last snapshot refused for want of room, with how many were; null: none yet. */
+  lastSnapshotRefusal(): SnapshotRefusal | null;
+  /**
+   * Storage refused the bytes of snapshot `index` being received (its volume ran out
+   * midway): the core forgets it, with every chunk of it not yet handed out, and the leader
+   * sends it again from the start once it learns so. True if it was still being received;
+   * false once its last chunk was taken (the core installed it then: the driver must stop).
+   */
+  abandonReceivedSnapshot(index: number): boolean;
+}
+
+/** A snapshot a follower refused for want of room (`setSnapshotRoom`). */
+export interface SnapshotRefusal {
+  readonly meta: SnapshotMeta;
+  readonly totalBytes: number;
+  readonly roomBytes: number;
+  /** Refusals since start, this one included. */
+  readonly count: number;
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
@@ -301,6 +331,9 @@ class Raft implements RaftCore {
   /** Length of the data of `log.snapshot`, the snapshot this node can send; null: none. */
   private snapshotDataBytes: number | null;
   private incoming: IncomingSnapshot | null = null;
+  /** Follower: the largest snapshot storage can take now (`setSnapshotRoom`). */
+  private snapshotRoomBytes = Number.POSITIVE_INFINITY;
+  private snapshotRefusal: SnapshotRefusal | null = null;
   /** Steps of the incoming snapshot for the next Ready. */
   private receivedSnapshot: ReceivedSnapshotStep[] = [];
   private earlyOutbox: Message[] = [];
@@ -473,6 +506,28 @@ class Raft implements RaftCore {
 
   leaderTerm(): number {
     return this.role === 'leader' ? this.term : -1;
+  }
+
+  setSnapshotRoom(bytes: number): void {
+    raftAssert(bytes >= 0, 'negative snapshot room');
+    this.snapshotRoomBytes = bytes;
+  }
+
+  lastSnapshotRefusal(): SnapshotRefusal | null {
+    return this.snapshotRefusal;
+  }
+
+  abandonReceivedSnapshot(index: number): boolean {
+    const incoming = this.incoming;
+    if (incoming === null || incoming.meta.index !== index) {
+      // Installed already, unless a newer snapshot has taken its place.
+      return incoming !== null || this.log.snapshot.index !== index;
+    }
+    mark('snapshot-abandoned-no-room');
+    this.incoming = null;
+    this.receivedSnapshot = this.receivedSnapshot.filter((step) =>
+      step.type !== 'chunk' || step.meta.index !== index);
+    return true;
   }
 
   status(): RaftStatus {
@@ -994,6 +1049,7 @@ class Raft implements RaftCore {
     if (!same) {
       if (offset !== 0) return reply(0);
       this.dropIncoming();
+      if (totalBytes > this.snapshotRoomBytes) return this.refuseSnapshot(meta, totalBytes);
       incoming = { meta, totalBytes, receivedBytes: 0 };
       this.incoming = incoming;
     }
@@ -1010,6 +1066,16 @@ class Raft implements RaftCore {
     this.snapshotDataBytes = totalBytes;
     mark('snapshot-installed');
     reply(totalBytes);
+  }
+
+  /**
+   * No room for the snapshot: nothing of it is taken, and no answer goes back, so the
+   * leader's transfer stalls and starts again after its backoff (`tickSnapshotTransfers`).
+   */
+  private refuseSnapshot(meta: SnapshotMeta, totalBytes: number): void {
+    mark('snapshot-refused-no-room');
+    this.snapshotRefusal = { meta, totalBytes, roomBytes: this.snapshotRoomBytes,
+      count: (this.snapshotRefusal?.count ?? 0) + 1 };
   }
 
   /** Forgets a snapshot being received; the driver removes what it wrote of it. */
@@ -1236,6 +1302,7 @@ class Raft implements RaftCore {
     } else if (nextOffset > transfer.ackedBytes) {
       transfer.ackedBytes = nextOffset;
       transfer.idleTicks = 0;
+      transfer.stalls = 0;
     }
     this.sendSnapshotChunks(from, pr);
   }
@@ -1246,7 +1313,7 @@ class Raft implements RaftCore {
       const transfer = pr.transfer;
       if (pr.state !== 'snapshot' || transfer === null) continue;
       transfer.idleTicks++;
-      if (transfer.idleTicks < stallTicks) continue;
+      if (transfer.idleTicks < stallTicks * 2 ** transfer.stalls) continue;
       if (transfer.meta.index < this.log.snapshot.index && this.snapshotDataBytes !== null) {
         // A newer snapshot exists (storage may no longer hold the old one): send that one.
         mark('snapshot-transfer-renewed');
@@ -1257,6 +1324,7 @@ class Raft implements RaftCore {
       // Chunks or their acknowledgements were lost: resend from the last acknowledged byte.
       mark('snapshot-resent');
       transfer.idleTicks = 0;
+      transfer.stalls = Math.min(transfer.stalls + 1, SNAPSHOT_STALL_BACKOFF_MAX);
       transfer.sentBytes = transfer.ackedBytes;
       transfer.anySent = transfer.ackedBytes > 0;
       this.sendSnapshotChunks(voter, pr);
