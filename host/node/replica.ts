@@ -100,6 +100,8 @@ export interface ReplicaOptions {
   readonly maxEntriesBytesPerAppend?: number;
   /** Appends in flight per follower (default 64); the simulator draws it per seed. */
   readonly maxInflightAppends?: number;
+  /** Bytes per snapshot chunk (default 1 MiB); the simulator sends small ones. */
+  readonly maxSnapshotChunkBytes?: number;
   readonly seed: number;
   readonly incarnation: number;
   readonly tickMs: number;
@@ -412,7 +414,8 @@ export class Replica implements KvService, MembersService {
       maxInflightAppends: this.options.maxInflightAppends ?? 64,
       maxEntriesBytesPerAppend: this.options.maxEntriesBytesPerAppend ??
         RAFT_FRAME_SETTINGS.maxEntriesBytesPerAppend,
-      maxSnapshotChunkBytes: RAFT_FRAME_SETTINGS.maxSnapshotChunkBytes,
+      maxSnapshotChunkBytes: this.options.maxSnapshotChunkBytes ??
+        RAFT_FRAME_SETTINGS.maxSnapshotChunkBytes,
       preVote: true,
       checkQuorum: true,
       testOnlyCommitWithoutCurrentTermRule: this.options.testOnlyCommitWithoutCurrentTermRule,
@@ -533,23 +536,21 @@ export class Replica implements KvService, MembersService {
     if (refusal === null || refusal.count === this.snapshotRefusalsSeen) return;
     this.snapshotRefusalsSeen = refusal.count;
     this.noteSnapshot('refused', { meta: refusal.meta, dataBytes: refusal.totalBytes },
-      this.deps.scheduler.nowMs(), `${refusal.totalBytes} bytes do not fit in the ` +
-      `${refusal.roomBytes} this volume has for a snapshot (4 MiB are kept spare)`);
+      this.deps.scheduler.nowMs(), `it needs ${refusal.totalBytes} bytes; the volume has ` +
+      `room for ${refusal.roomBytes} (free space less 4 MiB kept spare)`);
   }
 
   /**
    * Storage refused the bytes of snapshot `index` from the leader midway (its volume ran
    * out): nothing of it is left, and the core forgets it, so the leader sends it again from
-   * the start. Once its last chunk was taken the core had installed it, and the node stops.
+   * the start. The core installs a snapshot only once every byte of it is written, so this
+   * never comes too late.
    */
-  private abandonRefusedSnapshot(refused: RefusedSnapshot, whole: Snapshot | null): void {
-    const index = refused.index;
-    if (whole?.meta.index === index || !this.core.abandonReceivedSnapshot(index)) {
-      throw new Error(`snapshot ${index} from the leader: the volume ran out of room for ` +
-        'it after its last chunk was taken; free space, and restart the node');
-    }
-    this.noteSnapshot('refused', { meta: { index }, dataBytes: refused.totalBytes },
-      this.deps.scheduler.nowMs(), 'the volume ran out of room for it midway');
+  private abandonRefusedSnapshot(refused: RefusedSnapshot): void {
+    if (!this.core.abandonReceivedSnapshot(refused.index)) return;
+    this.noteSnapshot('refused', { meta: { index: refused.index },
+      dataBytes: refused.totalBytes }, this.deps.scheduler.nowMs(),
+    'the volume ran out of room for it midway');
   }
 
   /**
@@ -1077,7 +1078,7 @@ export class Replica implements KvService, MembersService {
     this.installing = (async () => {
       if (ready.receivedSnapshot.length > 0) {
         const refused = await this.receiver.write(ready.receivedSnapshot);
-        if (refused !== null) this.abandonRefusedSnapshot(refused, snapshot);
+        if (refused !== null) this.abandonRefusedSnapshot(refused);
       }
       if (snapshot !== null) {
         while (this.syncInFlight !== null || this.storageDirty) {
@@ -1092,7 +1093,11 @@ export class Replica implements KvService, MembersService {
         this.lastWritten = { index: snapshot.meta.index, term: snapshot.meta.term };
         this.noteSnapshot('installed', snapshot, startMs);
       }
-      if (this.state !== 'stopped') this.takeReady(ready, true);
+      if (this.state === 'stopped') return;
+      this.takeReady(ready, true);
+      // All written: the core installs it once this Ready is done, and the next carries it.
+      const whole = ready.receivedSnapshot.length > 0 ? this.receiver.wholeIndex() : -1;
+      if (whole !== -1) this.core.snapshotWritten(whole);
     })().then(() => {
       this.installing = null;
       this.pump();

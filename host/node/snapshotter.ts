@@ -281,6 +281,12 @@ export class SnapshotReceiver {
     this.written += step.data.length;
   }
 
+  /** The index of the snapshot being written once every byte of it is, else -1. */
+  wholeIndex(): number {
+    const sink = this.sink;
+    return sink !== null && this.written === sink.dataBytes ? sink.meta.index : -1;
+  }
+
   /** The snapshot is whole: makes it durable and installs it in storage. */
   async complete(snapshot: Snapshot): Promise<void> {
     const sink = this.sink;

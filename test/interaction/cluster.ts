@@ -28,7 +28,8 @@ export interface Disk {
   /** Every snapshot's bytes by index, as storage keeps files (a leader sends from here). */
   snapshots: Map<number, Uint8Array>;
   /** The snapshot being received: its chunks so far. */
-  incoming: { meta: SnapshotMeta; parts: Uint8Array[]; bytes: number } | null;
+  incoming: { meta: SnapshotMeta; parts: Uint8Array[]; bytes: number; totalBytes: number } |
+    null;
   entries: Entry[];
 }
 
@@ -122,6 +123,12 @@ export class Cluster {
     node.raft.advance(ready);
     const last = ready.entries[ready.entries.length - 1];
     if (last !== undefined) node.raft.persisted(last.index, last.term);
+    // Every byte of a snapshot written: the core installs it, the next Ready carries it.
+    const incoming = node.disk.incoming;
+    if (ready.receivedSnapshot.length > 0 && incoming !== null &&
+      incoming.bytes === incoming.totalBytes) {
+      node.raft.snapshotWritten(incoming.meta.index);
+    }
     return ready;
   }
 
@@ -290,7 +297,8 @@ function writeReceived(disk: Disk, ready: Ready): void {
     if (step.type === 'abandon') {
       disk.incoming = null;
     } else if (step.offset === 0) {
-      disk.incoming = { meta: step.meta, parts: [step.data], bytes: step.data.length };
+      disk.incoming = { meta: step.meta, parts: [step.data], bytes: step.data.length,
+        totalBytes: step.totalBytes };
     } else {
       const incoming = disk.incoming;
       if (incoming === null || incoming.meta.index !== step.meta.index ||

@@ -122,8 +122,9 @@ async function main(): Promise<number> {
   const changes = results.reduce((sum, r) => sum + r.membershipChanges, 0);
   const replaced = results.reduce((sum, r) => sum + r.nodesReplaced, 0);
   const churn = results.filter((r) => r.profile === 'churn').length;
+  const refused = results.reduce((sum, r) => sum + r.snapshotsRefused, 0);
   console.log(`${changes} membership changes, ${replaced} damaged nodes replaced, ` +
-    `${churn} churn-profile seeds`);
+    `${churn} churn-profile seeds, ${refused} snapshots refused for want of room`);
   console.log(`${results.length - failed.length} passed, ${failed.length} failed`);
   return failed.length > 0 ? 1 : 0;
 }

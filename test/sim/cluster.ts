@@ -81,6 +81,8 @@ export interface ClusterSettings {
   readonly maxEntriesBytesPerAppend: number;
   /** Appends in flight per follower: few make a catch-up take many round trips. */
   readonly maxInflightAppends: number;
+  /** Bytes per snapshot chunk: small ones split a snapshot into many. */
+  readonly maxSnapshotChunkBytes: number;
   /** How long `isolate` cuts a node off: [min, max] milliseconds. */
   readonly isolateMs: readonly [number, number];
 }
@@ -106,6 +108,8 @@ export class SimCluster {
   supervisorRestarts = 0;
   /** Checkpoint entries that passed on some replica (a divergence is a fatal failure). */
   checkpointsPassed = 0;
+  /** Snapshots from a leader that a follower refused for want of room (`disk.no-room`). */
+  snapshotsRefused = 0;
   /** Fired when a node refuses to start on damaged files (the operator replaces it). */
   onLost: ((node: SimNode) => void) | null = null;
   /** May this node's next recovery find damaged files? The operator's budget decides. */
@@ -176,12 +180,18 @@ export class SimCluster {
       testOnlyCommitWithoutCurrentTermRule: this.settings.commitWithoutCurrentTermRule,
       maxEntriesBytesPerAppend: this.settings.maxEntriesBytesPerAppend,
       maxInflightAppends: this.settings.maxInflightAppends,
+      maxSnapshotChunkBytes: this.settings.maxSnapshotChunkBytes,
     };
     let inc: Incarnation | null = null;
     const replica = new Replica(options, {
       storage, transport: this.network.transportFor(node.id), machine, scheduler: clock,
       onFatal: (error) => { if (inc !== null && node.inc === inc) this.onFatal(node, error); },
       onCheckpoint: (verdict) => { if (verdict === 'passed') this.checkpointsPassed++; },
+      onSnapshot: (event) => {
+        if (event.kind !== 'refused' && event.kind !== 'no_room') return;
+        if (event.kind === 'refused') this.snapshotsRefused++;
+        this.trace.log(node.id, `snapshot ${event.index} ${event.kind}: ${event.detail ?? ''}`);
+      },
     });
     inc = { replica, clock, storage, machine, running: false };
     node.inc = inc;

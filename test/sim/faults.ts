@@ -62,6 +62,11 @@ export const FAULT_RATE_RANGES = {
   'member.change': [0.02, 0.15],
   /** Per nemesis step: the leader hands leadership to another voter (thesis §3.10). */
   'member.transfer': [0.01, 0.1],
+  /**
+   * Per room check (a tick of a follower): its volume has no room for a snapshot for up to
+   * 10 s; one from the leader is refused, or fails midway, and its own is not taken.
+   */
+  'disk.no-room': [0.002, 0.03],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type FaultName = keyof typeof FAULT_RATE_RANGES;
@@ -76,7 +81,7 @@ const KIND_ENABLED_CHANCE = 0.6;
  */
 const SECOND_STREAM_KINDS: readonly FaultName[] = ['net.isolate-leader', 'node.crash-after-append',
   'net.isolate-after-append', 'net.isolate-new-leader', 'net.isolate-after-first-commit',
-  'net.crash-drops-sends', 'member.change', 'member.transfer'];
+  'net.crash-drops-sends', 'member.change', 'member.transfer', 'disk.no-room'];
 
 export type FaultProfile = 'mixed' | 'churn';
 /** Seeds that run the churn profile. */

@@ -68,6 +68,8 @@ export interface RunResult {
   readonly supervisorRestarts: number;
   /** Checkpoint entries that passed on some replica. */
   readonly checkpointsPassed: number;
+  /** Snapshots from a leader a follower refused for want of room (`disk.no-room`). */
+  readonly snapshotsRefused: number;
   readonly profile: FaultProfile;
   readonly faults: string;
   readonly faultHits: ReadonlyMap<FaultName, number>;
@@ -180,13 +182,17 @@ class Run {
    * entry by entry; churn seeds cut leaders off for long enough that others elect meanwhile.
    */
   private replicationSettings(): Pick<ClusterSettings, 'maxEntriesBytesPerAppend' |
-    'maxInflightAppends' | 'isolateMs'> {
+    'maxInflightAppends' | 'maxSnapshotChunkBytes' | 'isolateMs'> {
     const rng = this.planRng;
     const churn = this.faults.profile === 'churn';
     const small = churn || rng.chance(0.5);
+    const appendBytes = small ? rng.between(APPEND_BYTES_SMALL_MIN, APPEND_BYTES_SMALL_MAX)
+      : APPEND_BYTES_DEFAULT;
     return {
-      maxEntriesBytesPerAppend: small
-        ? rng.between(APPEND_BYTES_SMALL_MIN, APPEND_BYTES_SMALL_MAX) : APPEND_BYTES_DEFAULT,
+      maxEntriesBytesPerAppend: appendBytes,
+      // The same bound, not a draw of its own (the operator's draws follow): a snapshot of a
+      // few KB then goes in many chunks, so transfers are cut, resent and refused midway.
+      maxSnapshotChunkBytes: appendBytes,
       maxInflightAppends: small ? rng.between(1, INFLIGHT_APPENDS_SMALL_MAX)
         : INFLIGHT_APPENDS_DEFAULT,
       isolateMs: churn ? CHURN_ISOLATE_MS : MIXED_ISOLATE_MS,
@@ -223,6 +229,7 @@ class Run {
       nodesReplaced: this.operator.repairsDone,
       supervisorRestarts: this.cluster.supervisorRestarts,
       checkpointsPassed: this.cluster.checkpointsPassed,
+      snapshotsRefused: this.cluster.snapshotsRefused,
       profile: this.faults.profile,
       faults: this.faults.describe(), faultHits: this.faults.hitCounts(),
       inconclusiveKeys: this.inconclusive,

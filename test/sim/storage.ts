@@ -8,7 +8,9 @@
  * from the run's PRNG: a crash loses what was not synced, or (`wal.torn-write`) keeps a
  * prefix of it with its last record torn, which recovery cuts; a bit flip on read
  * (`disk.bit-flip`) must be caught by the per-record checksum, and `recover()` then rejects
- * with `StorageCorruptionError`; a failed fsync (`disk.fsync-fail`) rejects `sync()`.
+ * with `StorageCorruptionError`; a failed fsync (`disk.fsync-fail`) rejects `sync()`; a spell
+ * with no room for snapshots (`disk.no-room`): `snapshotRoomBytes()` says 0, and starting or
+ * writing a snapshot meanwhile fails with `SnapshotNoRoomError`, as a full volume does.
  */
 import { decodeConfigEntry } from '../../host/core/raft/configuration.js';
 import type {
@@ -16,7 +18,8 @@ import type {
 } from '../../host/core/raft/types.js';
 import { EMPTY_HARD_STATE } from '../../host/core/raft/types.js';
 import {
-  StorageCorruptionError, type RecoveredState, type SnapshotSink, type Storage,
+  SnapshotNoRoomError, StorageCorruptionError, type RecoveredState, type SnapshotSink,
+  type Storage,
 } from '../../host/storage/storage.js';
 import type { Faults } from './faults.js';
 import type { SimRandom } from './random.js';
@@ -32,6 +35,8 @@ const READ_US = 500;
 const SNAPSHOT_WRITE_US = 2_000;
 /** Simulated time to write or read one chunk of a snapshot. */
 const SNAPSHOT_CHUNK_US = 200;
+/** The longest spell of no room (`disk.no-room`). */
+const NO_ROOM_US_MAX = 10_000_000;
 
 /** FNV-1a over bytes, continuing from `hash`; the simulated checksum and the data hash. */
 export function fnv1a(bytes: Uint8Array, hash = 0x811c9dc5): number {
@@ -179,6 +184,8 @@ export class SimStorage implements Storage {
   private syncing: PendingOp[][] = [];
   private lastSyncDoneUs = 0;
   private dead = false;
+  /** A spell of no room for snapshots (`disk.no-room`) lasts until then. */
+  private noRoomUntilUs = 0;
 
   constructor(readonly disk: SimDisk, private readonly scheduler: SimScheduler,
     private readonly rng: SimRandom, private readonly faults: Faults,
@@ -240,6 +247,7 @@ export class SimStorage implements Storage {
     if (meta.index < 1 || meta.index < installed) {
       throw new Error(`assertion failed: snapshot ${meta.index} is older than ${installed}`);
     }
+    if (this.noRoom()) throw new SnapshotNoRoomError(meta.index, dataBytes, 'a spell of no room');
     const data = new Uint8Array(dataBytes);
     let written = 0;
     return {
@@ -248,6 +256,11 @@ export class SimStorage implements Storage {
       write: (chunk) => {
         if (written + chunk.length > dataBytes) {
           return Promise.reject(new Error('assertion failed: snapshot data passes its size'));
+        }
+        if (this.noRoom()) {
+          this.trace.log(this.disk.nodeId, `snapshot ${meta.index}: no room midway`);
+          return Promise.reject(new SnapshotNoRoomError(meta.index, dataBytes,
+            'the volume refused its bytes'));
         }
         data.set(chunk, written);
         written += chunk.length;
@@ -308,8 +321,19 @@ export class SimStorage implements Storage {
     return false;
   }
 
+  /** Checked once a tick by a follower's driver: a spell of no room may start here. */
   snapshotRoomBytes(): number {
-    return Number.POSITIVE_INFINITY;
+    if (this.noRoom()) return 0;
+    if (!this.faults.maybe('disk.no-room')) return Number.POSITIVE_INFINITY;
+    const spellUs = 1 + this.rng.below(NO_ROOM_US_MAX);
+    this.noRoomUntilUs = this.scheduler.elapsedUs() + spellUs;
+    this.trace.log(this.disk.nodeId, `no room for snapshots for ${Math.ceil(spellUs / 1000)} ms`);
+    return 0;
+  }
+
+  /** In a spell of no room; a healed run (faults off) has room. */
+  private noRoom(): boolean {
+    return this.faults.active && this.scheduler.elapsedUs() < this.noRoomUntilUs;
   }
 
   close(): Promise<void> {

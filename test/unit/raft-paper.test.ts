@@ -530,9 +530,9 @@ describe('§7 log compaction', () => {
     for (let i = 0; i < 10 && installed === null; i++) {
       c.tick('n1');
       for (let r = 0; r < 20; r++) {
-        const rd = c.processReady('n3');
-        if (rd?.snapshot) installed = c.node('n3').disk.snapshotData;
+        c.processReady('n3');
         c.processAll();
+        if (c.node('n3').disk.snapshot !== null) installed = c.node('n3').disk.snapshotData;
         if (c.queue.length === 0) break;
         c.deliverOnce();
       }
@@ -655,8 +655,20 @@ describe('§7 log compaction', () => {
     const rd = f.ready();
     expect(rd.receivedSnapshot.map((s) => s.type === 'chunk' ? text(s.data) : s.type))
       .toEqual(['abc', 'def']);
-    expect(rd.snapshot).toEqual({ meta, dataBytes: 6 });
+    // Not installed, nor its last chunk answered, until the driver has written every byte.
+    expect(rd.snapshot).toBeNull();
+    expect(rd.messages.map((m) => m.type === 'snapshotChunkResponse' ? m.nextOffset : m.type))
+      .toEqual([3]);
     f.advance(rd);
+    // A chunk sent again meanwhile is not answered: the answer would come before the write.
+    f.step(chunk(3, 'def'));
+    expect(f.hasReady()).toBe(false);
+    f.snapshotWritten(9);
+    const installed = f.ready();
+    expect(installed.snapshot).toEqual({ meta, dataBytes: 6 });
+    expect(installed.messages).toContainEqual(expect.objectContaining({
+      type: 'snapshotChunkResponse', snapshotIndex: 9, nextOffset: 6 }));
+    f.advance(installed);
     // A chunk whose bytes do not match its length is malformed and ignored.
     f.step({ ...chunk(0, 'abc'), meta: { ...meta, index: 12 }, chunkBytes: 4 });
     expect(f.hasReady()).toBe(false);
@@ -785,9 +797,34 @@ describe('§7 log compaction', () => {
       f.step(chunk(offset, part));
     }
     expect(steps()).toEqual(['abc', 'def', 'ghi']);
-    // Its last chunk taken, it is installed: too late to abandon.
+    // Every chunk taken, but storage refused the last bytes: still not installed, forgotten.
+    expect(f.abandonReceivedSnapshot(9)).toBe(true);
+    f.snapshotWritten(9);
+    expect(f.hasReady()).toBe(false);
+    for (const [offset, part] of [[0, 'abc'], [3, 'def'], [6, 'ghi']] as const) {
+      f.step(chunk(offset, part));
+    }
+    expect(steps()).toEqual(['abc', 'def', 'ghi']);
+    f.snapshotWritten(9);
+    expect(f.ready().snapshot).toMatchObject({ meta: { index: 9 }, dataBytes: 9 });
     expect(f.abandonReceivedSnapshot(9)).toBe(false);
   });
+
+  it('a snapshot written after its follower stood for election is dropped, not installed',
+    () => {
+      const f = follower('n3', 1, []);
+      const meta = { index: 9, term: 1, timeMs: 5, ...bootstrapConfiguration(THREE) };
+      f.step({ type: 'snapshotChunk', from: 'n1', to: 'n3', term: 1, meta, offset: 0,
+        totalBytes: 3, chunkBytes: 3, data: bytes('abc') });
+      drain(f);
+      for (let i = 0; i < 40 && f.status().role === 'follower'; i++) f.tick();
+      expect(f.status().role).not.toBe('follower');
+      drain(f);
+      f.snapshotWritten(9);
+      const rd = f.ready();
+      expect(rd.snapshot).toBeNull();
+      expect(rd.receivedSnapshot).toEqual([{ type: 'abandon', meta }]);
+    });
 
   it('a refusal drops the transfer under way, and its driver is told', () => {
     const f = follower('n3', 1, []);

@@ -214,10 +214,17 @@ export interface RaftCore {
   /** The last snapshot refused for want of room, with how many were; null: none yet. */
   lastSnapshotRefusal(): SnapshotRefusal | null;
   /**
+   * Every byte of snapshot `index` from the leader is written (ready.ts, step 2): the core
+   * installs it now, and the next Ready carries it as `snapshot`. Not before: a driver whose
+   * storage refuses the bytes abandons it instead. Ignored unless it is the snapshot being
+   * received and this node still follows (a node that stood for election meanwhile drops it).
+   */
+  snapshotWritten(index: number): void;
+  /**
    * Storage refused the bytes of snapshot `index` being received (its volume ran out
    * midway): the core forgets it, with every chunk of it not yet handed out, and the leader
-   * sends it again from the start once it learns so. True if it was still being received;
-   * false once its last chunk was taken (the core installed it then: the driver must stop).
+   * sends it again from the start once it learns so. False if it was not being received
+   * (a newer one took its place).
    */
   abandonReceivedSnapshot(index: number): boolean;
 }
@@ -287,6 +294,10 @@ interface IncomingSnapshot {
   readonly meta: SnapshotMeta;
   readonly totalBytes: number;
   receivedBytes: number;
+  /** Who sent the last chunk: the installed snapshot is acknowledged to it. */
+  from: string;
+  /** Every chunk taken (an empty snapshot has one, of no bytes); the driver is writing it. */
+  whole: boolean;
 }
 
 class Raft implements RaftCore {
@@ -517,12 +528,32 @@ class Raft implements RaftCore {
     return this.snapshotRefusal;
   }
 
+  snapshotWritten(index: number): void {
+    const incoming = this.incoming;
+    if (incoming === null || incoming.meta.index !== index || !incoming.whole) {
+      mark('snapshot-written-stale');
+      return;
+    }
+    const meta = incoming.meta;
+    if (this.role !== 'follower' || meta.index <= this.log.commitIndex ||
+      this.log.matchTerm(meta.index, meta.term)) {
+      // It stood for election, or its log caught up past the snapshot meanwhile.
+      mark('snapshot-written-unneeded');
+      this.dropIncoming();
+      return;
+    }
+    this.incoming = null;
+    this.log.restore({ meta, dataBytes: incoming.totalBytes });
+    // Installed, it is also the snapshot this node sends should it lead.
+    this.snapshotDataBytes = incoming.totalBytes;
+    mark('snapshot-installed');
+    this.send({ type: 'snapshotChunkResponse', from: this.id, to: incoming.from,
+      term: this.term, snapshotIndex: meta.index, nextOffset: incoming.totalBytes });
+  }
+
   abandonReceivedSnapshot(index: number): boolean {
     const incoming = this.incoming;
-    if (incoming === null || incoming.meta.index !== index) {
-      // Installed already, unless a newer snapshot has taken its place.
-      return incoming !== null || this.log.snapshot.index !== index;
-    }
+    if (incoming === null || incoming.meta.index !== index) return false;
     mark('snapshot-abandoned-no-room');
     this.incoming = null;
     this.receivedSnapshot = this.receivedSnapshot.filter((step) =>
@@ -1050,22 +1081,26 @@ class Raft implements RaftCore {
       if (offset !== 0) return reply(0);
       this.dropIncoming();
       if (totalBytes > this.snapshotRoomBytes) return this.refuseSnapshot(meta, totalBytes);
-      incoming = { meta, totalBytes, receivedBytes: 0 };
+      incoming = { meta, totalBytes, receivedBytes: 0, from, whole: false };
       this.incoming = incoming;
     }
-    if (incoming === null || offset !== incoming.receivedBytes) {
+    if (incoming === null) return reply(0);
+    if (incoming.whole) {
+      // Being written: `snapshotWritten` answers once it is.
+      mark('snapshot-chunk-while-written');
+      return;
+    }
+    if (offset !== incoming.receivedBytes) {
       mark('snapshot-chunk-out-of-order');
-      return reply(incoming === null ? 0 : incoming.receivedBytes);
+      return reply(incoming.receivedBytes);
     }
     this.receivedSnapshot.push({ type: 'chunk', meta, offset, totalBytes, data });
     incoming.receivedBytes += data.length;
+    incoming.from = from;
+    // The last chunk is answered, and the snapshot installed, once the driver wrote it all.
     if (incoming.receivedBytes < totalBytes) return reply(incoming.receivedBytes);
-    this.incoming = null;
-    this.log.restore({ meta, dataBytes: totalBytes });
-    // Installed, it is also the snapshot this node sends should it lead.
-    this.snapshotDataBytes = totalBytes;
-    mark('snapshot-installed');
-    reply(totalBytes);
+    incoming.whole = true;
+    mark('snapshot-received');
   }
 
   /**

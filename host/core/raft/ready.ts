@@ -7,10 +7,11 @@
  *   1. send `earlyMessages` (a leader's appends and heartbeats, §10.2.1 of the thesis: the
  *      leader writes its log in parallel with replicating it, and counts its own copy
  *      toward commit only once `persisted` says it is durable);
- *   2. write the `receivedSnapshot` steps to the snapshot being received, in order; a
- *      `snapshot` (one received whole): first wait until every earlier write is durable,
- *      then make it durable (and drop every log entry after its index: the log restarts
- *      after it) and restore the machine from it, before anything else of this Ready;
+ *   2. write the `receivedSnapshot` steps to the snapshot being received, in order (storage
+ *      that refuses the bytes for want of room: `abandonReceivedSnapshot`); a `snapshot`
+ *      (one received whole and written, see 7): first wait until every earlier write is
+ *      durable, then make it durable (and drop every log entry after its index: the log
+ *      restarts after it) and restore the machine from it, before anything else of this Ready;
  *   3. apply `committedEntries` in order (they are durable here already; a `config` entry
  *      changes nothing in the machine: the core already uses it); hand out `readStates`
  *      (serve a read once applied >= readIndex; -1: answer 503) and `membershipAnswers`;
@@ -19,7 +20,10 @@
  *   5. `advance(ready)`; the next Ready may be taken at once;
  *   6. once an fsync covers this Ready's entries and hard state: send its `messages` (votes
  *      and responses promise durable state, §5.1 / §5.2), in Ready order, then call
- *      `persisted(lastIndex, lastTerm)` for the last entry that fsync covered.
+ *      `persisted(lastIndex, lastTerm)` for the last entry that fsync covered;
+ *   7. once the steps of 2 have written every byte of a snapshot, and this Ready is done:
+ *      `snapshotWritten(index)`. The core installs it only then (a driver that runs out of
+ *      room on its last bytes abandons it instead), and hands it out in a later Ready.
  */
 import type { MembershipRefusal } from './configuration.js';
 import type { Message } from './messages.js';
