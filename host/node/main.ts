@@ -254,9 +254,14 @@ function reportClock(logger: Logger, clock: BoundedClock, ownMs: number): void {
     'set its clock right (NTP)');
 }
 
+/** A follower refused by its leader's every retry logs one line a minute, with the count. */
+const REFUSED_SNAPSHOT_LOG_EVERY_MS = 60_000;
+
 /** Each snapshot milestone goes to /metrics and to the log. */
 function reportSnapshot(metrics: NodeMetrics,
   logger: Logger): (event: SnapshotEvent) => void {
+  let refusedLoggedAtMs = Number.NEGATIVE_INFINITY;
+  let refusedUnlogged = 0;
   return (event) => {
     metrics.snapshotMilestone(event);
     if (event.kind === 'no_room') {
@@ -266,9 +271,15 @@ function reportSnapshot(metrics: NodeMetrics,
       return;
     }
     if (event.kind === 'refused') {
-      logger.warn({ index: event.index, bytes: event.dataBytes, detail: event.detail },
-        'snapshot from the leader refused for want of free space: this node stays behind ' +
+      refusedUnlogged += 1;
+      const nowMs = performance.now();
+      if (nowMs - refusedLoggedAtMs < REFUSED_SNAPSHOT_LOG_EVERY_MS) return;
+      logger.warn({ index: event.index, bytes: event.dataBytes, detail: event.detail,
+        refusalsSinceLastLine: refusedUnlogged },
+      'snapshot from the leader refused for want of free space: this node stays behind ' +
         'its leader, which sends it again later; free space or grow the volume');
+      refusedLoggedAtMs = nowMs;
+      refusedUnlogged = 0;
       return;
     }
     logger.info({ index: event.index, bytes: event.dataBytes, ms: event.ms },
