@@ -531,7 +531,9 @@ export class Replica implements KvService, MembersService {
    */
   private refreshSnapshotRoom(): void {
     if (this.core.leaderTerm() !== -1) return;
-    this.core.setSnapshotRoom(this.deps.storage.snapshotRoomBytes());
+    const room = this.readStorage(() => this.deps.storage.snapshotRoomBytes(), 0);
+    if (this.state !== 'running') return;
+    this.core.setSnapshotRoom(room);
     const refusal = this.core.lastSnapshotRefusal();
     if (refusal === null || refusal.count === this.snapshotRefusalsSeen) return;
     this.snapshotRefusalsSeen = refusal.count;
@@ -741,13 +743,18 @@ export class Replica implements KvService, MembersService {
    * the node stops, as on any storage failure, instead of answering every write with a 500.
    */
   private lowOnSpace(): boolean {
+    return this.readStorage(() => this.deps.storage.isLowOnSpace(), false);
+  }
+
+  /** A reading of the data directory's free space; `fallback` once the node stops on it. */
+  private readStorage<T>(read: () => T, fallback: T): T {
     try {
-      return this.deps.storage.isLowOnSpace();
+      return read();
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       this.stopOnFatal(new Error(`the data directory cannot be checked (${reason}): the node ` +
         'stops rather than acknowledge writes it may not keep', { cause: error }));
-      return false;
+      return fallback;
     }
   }
 
