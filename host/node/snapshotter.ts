@@ -279,6 +279,8 @@ export class SnapshotReceiver {
     }
     await sink.write(step.data);
     this.written += step.data.length;
+    // Whole: durable now, so that a volume that runs out does so before the core installs it.
+    if (this.written === step.totalBytes) await sink.finish();
   }
 
   /** The index of the snapshot being written once every byte of it is, else -1. */

@@ -363,6 +363,7 @@ export class FileStorage implements Storage {
       dataBytes,
       write: (chunk) => this.guardIo(() => this.withRoom(meta.index, dataBytes, writer,
         () => writer.write(chunk))),
+      finish: () => this.finishSnapshot(writer),
       commit: () => this.commitSnapshot(writer),
       abort: () => this.guardIo(() => writer.abort()),
     };
@@ -406,10 +407,15 @@ export class FileStorage implements Storage {
    * it when it ran inside the lock (docs/performance.md, "Files a snapshot leaves behind,
    * written over instead of freed"). Resolves once both are done.
    */
-  private async commitSnapshot(writer: SnapshotFileWriter): Promise<boolean> {
+  private async finishSnapshot(writer: SnapshotFileWriter): Promise<void> {
     this.assertUsable();
     await this.guardIo(() => this.withRoom(writer.meta.index, writer.dataBytes, writer,
       () => writer.finish()));
+  }
+
+  private async commitSnapshot(writer: SnapshotFileWriter): Promise<boolean> {
+    if (!writer.finished) await this.finishSnapshot(writer);
+    this.assertUsable();
     const installed = await this.exclusive(async () => {
       const meta = writer.meta;
       if (meta.index <= this.snapshotIndex) {

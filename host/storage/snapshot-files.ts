@@ -167,6 +167,8 @@ export class SnapshotFileWriter {
   private unsynced = 0;
   private crc: number;
   private closed = false;
+  /** Its bytes and checksum are durable (`finish` succeeded). */
+  finished = false;
 
   private constructor(
     private readonly snapDir: string,
@@ -243,6 +245,7 @@ export class SnapshotFileWriter {
       // A spare written over may be longer; a new file is this long already.
       await this.handle.truncate(end + CRC_BYTES);
       await datasyncTimed(this.handle, this.observe);
+      this.finished = true;
     } finally {
       this.closed = true;
       await this.handle.close();

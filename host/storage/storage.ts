@@ -34,6 +34,12 @@ export interface SnapshotSink {
   /** Appends the next bytes. Rejects on an I/O error (the storage then refuses everything). */
   write(chunk: Uint8Array): Promise<void>;
   /**
+   * Every byte written: makes them durable without installing the snapshot, so that a volume
+   * that runs out does so here (SnapshotNoRoomError, the file removed) and not in `commit`.
+   * Optional: `commit` finishes a snapshot not finished yet.
+   */
+  finish(): Promise<void>;
+  /**
    * Every byte written: flushes what is buffered, makes the snapshot durable and installs it
    * (Raft §7: a log entry at its index with another term goes, and everything after it),
    * keeps the newest two and drops log records it covers; entries after `meta.index` stay.

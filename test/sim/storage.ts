@@ -266,6 +266,14 @@ export class SimStorage implements Storage {
         written += chunk.length;
         return this.later(SNAPSHOT_CHUNK_US, () => undefined);
       },
+      finish: () => {
+        if (this.noRoom()) {
+          this.trace.log(this.disk.nodeId, `snapshot ${meta.index}: no room midway`);
+          return Promise.reject(new SnapshotNoRoomError(meta.index, dataBytes,
+            'the volume refused its bytes'));
+        }
+        return this.later(SNAPSHOT_CHUNK_US, () => undefined);
+      },
       commit: () => {
         if (written !== dataBytes) {
           return Promise.reject(new Error('assertion failed: snapshot committed short'));

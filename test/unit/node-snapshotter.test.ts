@@ -352,10 +352,24 @@ it('a received snapshot storage has no room for is refused, its later chunks ski
     expect(await midway.write([await chunkAt(0), await chunkAt(1000), await chunkAt(2000)]))
       .toEqual({ index: meta.index, totalBytes: total });
     expect(await readdir(join(dir, 'snap'))).toEqual([]);
-    // Sent again from its start, it is taken whole.
+    // Sent again from its start, every byte written, and its final fsync refused: the same.
     const steps = [];
     for (let offset = 0; offset < total; offset += 1000) steps.push(await chunkAt(offset));
+    const finishRefused = new SnapshotReceiver(Object.assign(Object.create(storage) as Storage, {
+      createSnapshot: async (m: SnapshotMeta, bytes: number): Promise<SnapshotSink> => {
+        const sink = await storage.createSnapshot(m, bytes);
+        return { ...sink, finish: async () => {
+          await sink.abort();
+          throw new SnapshotNoRoomError(m.index, bytes, 'the volume refused its bytes');
+        } };
+      },
+    }));
+    expect(await finishRefused.write(steps)).toEqual({ index: meta.index, totalBytes: total });
+    expect(finishRefused.wholeIndex()).toBe(-1);
+    expect(await readdir(join(dir, 'snap'))).toEqual([]);
+    // Sent again, it is taken whole: durable before the driver tells the core.
     expect(await midway.write(steps)).toBeNull();
+    expect(midway.wholeIndex()).toBe(meta.index);
     await midway.complete({ meta, dataBytes: total });
     const restored = new Harness();
     await restoreMachine(storage, restored.m, { meta, dataBytes: total });
