@@ -121,6 +121,8 @@ export class FileStorage implements Storage {
   private removal: Promise<void> = Promise.resolve();
   /** An old snapshot's file the next snapshot is written over (`pruneSnapshots`), or null. */
   private spareSnapshot: string | null = null;
+  /** Its length, read once when it became the spare: room a snapshot may write over. */
+  private spareSnapshotBytes = 0;
   /** Streams (`snapshotChunks`) open on each snapshot index: such a file is never a spare. */
   private readonly snapshotStreams = new Map<number, number>();
   private latestHardState: HardState = EMPTY_HARD_STATE;
@@ -354,7 +356,7 @@ export class FileStorage implements Storage {
         `${this.snapshotIndex}`);
     }
     const spare = this.spareSnapshot;
-    this.assertRoomForSnapshot(meta.index, dataBytes, spare);
+    this.assertRoomForSnapshot(meta.index, dataBytes);
     this.spareSnapshot = null;
     const writer = await this.guardIo(() => this.withRoom(meta.index, dataBytes, null,
       () => SnapshotFileWriter.create(this.snapDir, meta, dataBytes, this.observe, spare)));
@@ -376,8 +378,8 @@ export class FileStorage implements Storage {
    * (removed, not kept as spares, while space is short). A spare written over needs no new
    * room for its own length.
    */
-  private assertRoomForSnapshot(index: number, dataBytes: number, spare: string | null): void {
-    const free = this.readFreeBytes(this.dir) + (spare === null ? 0 : fileBytes(spare));
+  private assertRoomForSnapshot(index: number, dataBytes: number): void {
+    const free = this.readFreeBytes(this.dir) + this.spareRoomBytes();
     if (free - dataBytes >= SNAPSHOT_SLACK_BYTES) return;
     throw new SnapshotNoRoomError(index, dataBytes, `${free} bytes free`);
   }
@@ -528,7 +530,10 @@ export class FileStorage implements Storage {
         ? (index: number) => !this.readers.has(index) && !this.snapshotStreams.has(index)
         : undefined;
       const spare = await pruneSnapshots(this.snapDir, this.observe, recycle);
-      if (spare !== null) this.spareSnapshot = spare;
+      if (spare !== null) {
+        this.spareSnapshot = spare;
+        this.spareSnapshotBytes = fileBytes(spare);
+      }
       await this.wal.removeDiscarded(!spaceShort);
     }));
     this.removal = run.catch(() => undefined);
@@ -557,9 +562,12 @@ export class FileStorage implements Storage {
    * 500 ms) and the spare snapshot file it would write over, less SNAPSHOT_SLACK_BYTES.
    */
   snapshotRoomBytes(): number {
-    const spare = this.spareSnapshot;
-    const room = this.freeBytes() + (spare === null ? 0 : fileBytes(spare));
-    return Math.max(0, room - SNAPSHOT_SLACK_BYTES);
+    return Math.max(0, this.freeBytes() + this.spareRoomBytes() - SNAPSHOT_SLACK_BYTES);
+  }
+
+  /** Bytes of the spare snapshot file a new snapshot would write over (0: none). */
+  private spareRoomBytes(): number {
+    return this.spareSnapshot === null ? 0 : this.spareSnapshotBytes;
   }
 
   private refreshSpace(nowMs: number): void {

@@ -257,21 +257,13 @@ export class SimStorage implements Storage {
         if (written + chunk.length > dataBytes) {
           return Promise.reject(new Error('assertion failed: snapshot data passes its size'));
         }
-        if (this.noRoom()) {
-          this.trace.log(this.disk.nodeId, `snapshot ${meta.index}: no room midway`);
-          return Promise.reject(new SnapshotNoRoomError(meta.index, dataBytes,
-            'the volume refused its bytes'));
-        }
+        if (this.noRoom()) return this.refusedMidway(meta, dataBytes);
         data.set(chunk, written);
         written += chunk.length;
         return this.later(SNAPSHOT_CHUNK_US, () => undefined);
       },
       finish: () => {
-        if (this.noRoom()) {
-          this.trace.log(this.disk.nodeId, `snapshot ${meta.index}: no room midway`);
-          return Promise.reject(new SnapshotNoRoomError(meta.index, dataBytes,
-            'the volume refused its bytes'));
-        }
+        if (this.noRoom()) return this.refusedMidway(meta, dataBytes);
         return this.later(SNAPSHOT_CHUNK_US, () => undefined);
       },
       commit: () => {
@@ -337,6 +329,13 @@ export class SimStorage implements Storage {
     this.noRoomUntilUs = this.scheduler.elapsedUs() + spellUs;
     this.trace.log(this.disk.nodeId, `no room for snapshots for ${Math.ceil(spellUs / 1000)} ms`);
     return 0;
+  }
+
+  /** A snapshot's bytes the volume refuses in a spell of no room, as ENOSPC would. */
+  private refusedMidway(meta: SnapshotMeta, dataBytes: number): Promise<never> {
+    this.trace.log(this.disk.nodeId, `snapshot ${meta.index}: no room midway`);
+    return Promise.reject(new SnapshotNoRoomError(meta.index, dataBytes,
+      'the volume refused its bytes'));
   }
 
   /** In a spell of no room; a healed run (faults off) has room. */
