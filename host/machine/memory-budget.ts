@@ -62,6 +62,29 @@ export function stateBudgetFor(memoryBytes: number | null): number {
   return Math.max(MAX_STATE_BYTES_MIN, Math.min(MAX_STATE_BYTES_DEFAULT, share));
 }
 
+/**
+ * The share of the process's memory a state restored from a leader's snapshot may take. The
+ * budget admits writes only up to the smallest budget among the members heard, so a larger
+ * state comes from writes admitted while this member was away, or had more memory: on a
+ * small machine, installing it would have the process killed for memory, and again at every
+ * restart as the installed snapshot is restored. Half the memory, not the budget's 40%: the
+ * state may pass the budget by what was admitted before it was reached, and a follower on a
+ * machine like its leader's must take the leader's snapshot at the budget.
+ */
+export const MEMORY_SHARE_FOR_RESTORE = 0.5;
+
+/**
+ * The largest snapshot a follower takes from its leader, in bytes (a snapshot's rows take
+ * fewer bytes than the state they restore: assembly/snapshot-out.ts `emitRow` against
+ * assembly/row.ts `rowFootprint`): MEMORY_SHARE_FOR_RESTORE of the memory the process may
+ * use, or the budget when that is more (an operator who set it so expects the state to grow
+ * to it anyway). Unknown memory: no bound here.
+ */
+export function restoreRoomFor(memoryBytes: number | null, maxStateBytes: number): number {
+  if (memoryBytes === null) return Number.POSITIVE_INFINITY;
+  return Math.max(maxStateBytes, Math.floor(memoryBytes * MEMORY_SHARE_FOR_RESTORE));
+}
+
 /** What the budget check reads from the machine (StateMachine.memoryUse). */
 export interface StateBytes {
   readonly stateBytes: number;

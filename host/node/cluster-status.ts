@@ -138,7 +138,16 @@ export class ClusterStatus {
       sentAtMs: this.deps.scheduler.nowMs(),
       storageFull: this.deps.storageFull(),
       stateBytesMax: health.stateBytesMax,
+      stateBytes: health.stateBytes,
     };
+  }
+
+  /** The state `member` said it holds, heard within STATUS_STALE_MS; null when not. */
+  stateBytesOf(member: string): number | null {
+    const heard = this.heard.get(member);
+    if (heard === undefined) return null;
+    const fresh = this.deps.monotonicMs() - heard.receivedAtMs <= STATUS_STALE_MS;
+    return fresh ? heard.status.stateBytes : null;
   }
 
   /**

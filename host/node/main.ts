@@ -35,7 +35,7 @@ import { lockDataDir } from './data-lock.js';
 import { haltPollingNotice, readHaltPolling } from './halt-polling.js';
 import { createLogger, type Logger } from './log.js';
 import {
-  MAX_STATE_BYTES_DEFAULT, MEMORY_SHARE_FOR_STATE, stateBudgetFor,
+  MAX_STATE_BYTES_DEFAULT, MEMORY_SHARE_FOR_STATE, restoreRoomFor, stateBudgetFor,
 } from '../machine/memory-budget.js';
 import { LOOP_CHECK_MS, LoopStallWatch } from './loop-stalls.js';
 import { NodeMetrics } from './metrics.js';
@@ -159,6 +159,8 @@ function replicaOptions(config: NodeConfig, clusterId: string): ReplicaOptions {
     clusterId,
     requestLimits: config.limits,
     maxStateBytes: config.maxStateBytes,
+    restoreRoomBytes: restoreRoomFor(config.maxStateBytesFrom.memory?.bytes ?? null,
+      config.maxStateBytes),
     digestEvery: config.digestEvery,
   };
 }
@@ -212,9 +214,11 @@ function reportSpace(logger: Logger, change: SpaceChange): void {
 
 /** What the replica learns of the other members from their statuses (cluster-status.ts). */
 function membersDeps(cluster: ClusterStatus):
-  Pick<ReplicaDeps, 'sideFrames' | 'membersStorageFull' | 'memberStateBudget'> {
+  Pick<ReplicaDeps, 'sideFrames' | 'membersStorageFull' | 'memberStateBudget' |
+    'memberStateBytes'> {
   return { sideFrames: cluster, membersStorageFull: () => cluster.membersStorageFull(),
-    memberStateBudget: () => cluster.smallestStateBudget() };
+    memberStateBudget: () => cluster.smallestStateBudget(),
+    memberStateBytes: (member) => cluster.stateBytesOf(member) };
 }
 
 /** The replica's clock and what it says when a new leader's wait for its voters' ran out. */
@@ -275,9 +279,12 @@ function reportSnapshot(metrics: NodeMetrics,
       const nowMs = performance.now();
       if (nowMs - refusedLoggedAtMs < REFUSED_SNAPSHOT_LOG_EVERY_MS) return;
       logger.warn({ index: event.index, bytes: event.dataBytes, detail: event.detail,
-        refusalsSinceLastLine: refusedUnlogged },
-      'snapshot from the leader refused for want of free space: this node stays behind ' +
-        'its leader, which sends it again later; free space or grow the volume');
+        refusalsSinceLastLine: refusedUnlogged }, event.refusedFor === 'memory'
+        ? 'snapshot from the leader refused for want of memory: its state is larger than ' +
+          'this node can hold. This node stays behind its leader, which sends it again ' +
+          'later; give the process more memory, or remove this member'
+        : 'snapshot from the leader refused for want of free space: this node stays ' +
+          'behind its leader, which sends it again later; free space or grow the volume');
       refusedLoggedAtMs = nowMs;
       refusedUnlogged = 0;
       return;

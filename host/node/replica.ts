@@ -122,6 +122,11 @@ export interface ReplicaOptions {
   readonly requestLimits?: RequestLimits;
   /** The state's memory budget in bytes (memory-budget.ts); default MAX_STATE_BYTES_DEFAULT. */
   readonly maxStateBytes?: number;
+  /**
+   * The largest snapshot from a leader this node's memory takes (memory-budget.ts,
+   * `restoreRoomFor`); default: no bound but storage's room.
+   */
+  readonly restoreRoomBytes?: number;
   /** HIVEKV_DIGEST_EVERY: entries between checkpoints a leader proposes; 0 turns them off. */
   readonly digestEvery?: number;
 }
@@ -155,6 +160,8 @@ export interface ReplicaDeps {
    * the state are admitted only up to it where it is smaller than this node's own.
    */
   readonly memberStateBudget?: () => { readonly member: string; readonly bytes: number } | null;
+  /** The state `member` last said it holds (cluster-status.ts); null when not heard lately. */
+  readonly memberStateBytes?: (member: string) => number | null;
   /** Takes the peer frames that are not Raft's (member status); true when it took one. */
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
@@ -174,7 +181,7 @@ export interface SnapshotEvent {
   /**
    * no_room: not taken, for want of free space (storage.ts, SnapshotNoRoomError); refused:
    * one the leader sends, refused for want of free space (before its first byte, or when
-   * the volume ran out midway); the leader sends it again later.
+   * the volume ran out midway) or of memory (`refusedFor`); the leader sends it again later.
    */
   readonly kind: 'begun' | 'taken' | 'abandoned' | 'no_room' | 'refused' | 'installed' |
     'restored';
@@ -184,6 +191,8 @@ export interface SnapshotEvent {
   readonly ms: number;
   /** Why, for no_room and refused. */
   readonly detail?: string;
+  /** For refused: what this node has too little of to take it. */
+  readonly refusedFor?: 'space' | 'memory';
 }
 
 type Settle<T> = (result: ServiceResult<T>) => void;
@@ -429,6 +438,8 @@ export class Replica implements KvService, MembersService {
     this.membership.syncPeers();
     await this.deps.transport.start((from, frame) => this.onFrame(from, frame));
     this.state = 'running';
+    // Before the first frame is stepped: a leader's snapshot may come before the first tick.
+    this.refreshSnapshotRoom();
     this.scheduleTick();
     this.scheduleSweep();
     this.core.tick();
@@ -525,21 +536,35 @@ export class Replica implements KvService, MembersService {
   }
 
   /**
-   * Tells the core how large a snapshot from the leader storage can take now (read once a
-   * tick), and reports each one it refused: this node stays behind its leader until it has
-   * room, and says so, instead of running its volume out midway and stopping.
+   * Tells the core how large a snapshot from the leader this node can take now (read once a
+   * tick): storage's room, and none while the state the leader holds is more than this node's
+   * memory can restore (`restoreRoomBytes`), since catching up would take it there. It
+   * reports each one it refused: this node stays behind its leader until it has room, and
+   * says so, instead of running its volume out midway and stopping, or being killed for
+   * memory at the install and again at every restart.
    */
   private refreshSnapshotRoom(): void {
     if (this.core.leaderTerm() !== -1) return;
-    const room = this.readStorage(() => this.deps.storage.snapshotRoomBytes(), 0);
+    const volumeRoom = this.readStorage(() => this.deps.storage.snapshotRoomBytes(), 0);
     if (this.state !== 'running') return;
-    this.core.setSnapshotRoom(room);
+    const memoryRoom = this.options.restoreRoomBytes ?? Number.POSITIVE_INFINITY;
+    const leader = Number.isFinite(memoryRoom) ? this.core.status().leader : null;
+    const leaderState = leader === null ? null : this.deps.memberStateBytes?.(leader) ?? null;
+    const tooLarge = leaderState !== null && leaderState > memoryRoom ? leaderState : null;
+    this.core.setSnapshotRoom(tooLarge !== null ? 0 : Math.min(volumeRoom, memoryRoom));
     const refusal = this.core.lastSnapshotRefusal();
     if (refusal === null || refusal.count === this.snapshotRefusalsSeen) return;
     this.snapshotRefusalsSeen = refusal.count;
+    const forMemory = tooLarge !== null || refusal.totalBytes > memoryRoom;
+    const memoryFrom = memoryRoom === this.maxStateBytes
+      ? 'its memory budget, HIVEKV_MAX_STATE_BYTES' : 'half the memory its process may use';
     this.noteSnapshot('refused', { meta: refusal.meta, dataBytes: refusal.totalBytes },
-      this.deps.scheduler.nowMs(), `it needs ${refusal.totalBytes} bytes; the volume has ` +
-      `room for ${refusal.roomBytes} (free space less 4 MiB kept spare)`);
+      this.deps.scheduler.nowMs(), !forMemory
+        ? `it needs ${refusal.totalBytes} bytes; the volume has room for ` +
+          `${refusal.roomBytes} (free space less 4 MiB kept spare)`
+        : `${tooLarge !== null ? `the leader's state is ${tooLarge} bytes`
+          : `it needs ${refusal.totalBytes} bytes`}; this node restores a state of at most ` +
+          `${memoryRoom} (${memoryFrom})`, forMemory ? 'memory' : 'space');
   }
 
   /**
@@ -552,7 +577,7 @@ export class Replica implements KvService, MembersService {
     if (!this.core.abandonReceivedSnapshot(refused.index)) return;
     this.noteSnapshot('refused', { meta: { index: refused.index },
       dataBytes: refused.totalBytes }, this.deps.scheduler.nowMs(),
-    'the volume ran out of room for it midway');
+    'the volume ran out of room for it midway', 'space');
   }
 
   /**
@@ -1124,9 +1149,10 @@ export class Replica implements KvService, MembersService {
 
   private noteSnapshot(kind: SnapshotEvent['kind'],
     snapshot: { meta: { readonly index: number }; dataBytes: number }, startMs: number,
-    detail?: string): void {
+    detail?: string, refusedFor?: SnapshotEvent['refusedFor']): void {
     this.deps.onSnapshot?.({ kind, index: snapshot.meta.index, dataBytes: snapshot.dataBytes,
-      ms: this.deps.scheduler.nowMs() - startMs, ...(detail === undefined ? {} : { detail }) });
+      ms: this.deps.scheduler.nowMs() - startMs, ...(detail === undefined ? {} : { detail }),
+      ...(refusedFor === undefined ? {} : { refusedFor }) });
   }
 
   private async restoreSnapshot(snapshot: Snapshot): Promise<void> {

@@ -58,6 +58,12 @@ export interface MemberStatus {
    * frame without it.
    */
   readonly stateBytesMax: number | null;
+  /**
+   * The state it holds now, in bytes as the budget counts them: a follower behind its leader
+   * takes the leader's snapshot only if it can hold that state (replica.ts,
+   * `refreshSnapshotRoom`). Null in a frame without it.
+   */
+  readonly stateBytes: number | null;
 }
 
 const utf8 = new TextEncoder();
@@ -88,6 +94,7 @@ export function encodeStatusFrame(status: MemberStatus): Uint8Array {
     term: status.term, commitIndex: status.commitIndex, appliedIndex: status.appliedIndex,
     digest: status.digest, url: status.url, sentAtMs: status.sentAtMs,
     storageFull: status.storageFull, stateBytesMax: status.stateBytesMax,
+    stateBytes: status.stateBytes,
   }));
   if (json.length + 2 > STATUS_FRAME_BYTES_MAX) throw new Error('status frame: too large');
   const frame = new Uint8Array(json.length + 2);
@@ -133,6 +140,8 @@ function validStatus(value: unknown): MemberStatus | null {
   if (typeof storageFull !== 'boolean') return null;
   const stateBytesMax = v.stateBytesMax ?? null;
   if (stateBytesMax !== null && (!isIndex(stateBytesMax) || stateBytesMax === 0)) return null;
+  const stateBytes = v.stateBytes ?? null;
+  if (stateBytes !== null && !isIndex(stateBytes)) return null;
   if (!isMemberId(id) || typeof status !== 'string' || !NODE_STATES.has(status)) return null;
   if (typeof role !== 'string' || !ROLE_PATTERN.test(role)) return null;
   if (leader !== null && !isMemberId(leader)) return null;
@@ -143,5 +152,5 @@ function validStatus(value: unknown): MemberStatus | null {
   }
   if (typeof url !== 'string' || !isStatusUrl(url)) return null;
   return { id, status, role, leader, term, commitIndex, appliedIndex, digest, url, sentAtMs,
-    storageFull, stateBytesMax };
+    storageFull, stateBytesMax, stateBytes };
 }

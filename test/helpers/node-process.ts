@@ -45,6 +45,8 @@ export interface StartOptions {
   readonly port?: number;
   /** The process's limit on open files (soft and hard), set by the shell that execs it. */
   readonly openFilesMax?: number;
+  /** A cgroup's `cgroup.procs` the shell that execs the node joins first (memory-cgroup.ts). */
+  readonly cgroupProcs?: string;
 }
 
 export function tempDir(prefix: string): string {
@@ -87,11 +89,13 @@ function waitForServing(child: ChildProcess, getOutput: () => string): Promise<n
 export async function startNode(options: StartOptions): Promise<NodeProcess> {
   const args = ['bin/hivekv.js', 'serve', '--host', '127.0.0.1',
     '--port', String(options.port ?? 0), '--data', options.dataDir, ...(options.args ?? [])];
+  const steps: string[] = [];
   const max = options.openFilesMax;
+  if (max !== undefined) steps.push(`ulimit -n ${Math.floor(max)}`);
+  if (options.cgroupProcs !== undefined) steps.push(`echo $$ > '${options.cgroupProcs}'`);
   // `exec` keeps the pid: the node is the shell's process, as the tests kill it by pid.
-  const [command, commandArgs] = max === undefined ? [process.execPath, args]
-    : ['/bin/sh', ['-c', `ulimit -n ${Math.floor(max)} && exec "$0" "$@"`, process.execPath,
-      ...args]];
+  const [command, commandArgs] = steps.length === 0 ? [process.execPath, args]
+    : ['/bin/sh', ['-c', `${steps.join(' && ')} && exec "$0" "$@"`, process.execPath, ...args]];
   const child = spawn(command, commandArgs, {
     cwd: ROOT,
     env: { ...process.env, HIVEKV_LOG_LEVEL: 'info', HIVEKV_CLUSTER_SECRET: TEST_CLUSTER_SECRET,

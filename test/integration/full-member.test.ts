@@ -15,6 +15,7 @@ import {
   call, kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
 } from '../helpers/node-process.js';
 import { agreedLeader, memberPorts, peersFlag, waitFor } from '../helpers/cluster.js';
+import { makeMemoryCgroup } from '../helpers/memory-cgroup.js';
 
 const WAIT_MS = 20_000;
 const TIB = 1024 ** 4;
@@ -23,11 +24,11 @@ const free = statfsSync(tmpdir());
 const roomy = free.bavail * free.bsize < TIB;
 
 const started: NodeProcess[] = [];
-const dirs: string[] = [];
+const cleanup: string[] = [];
 
 afterAll(async () => {
   for (const node of started) await node.kill();
-  for (const dir of dirs) removeDir(dir);
+  for (const dir of cleanup) removeDir(dir);
 });
 
 /** A three-voter cluster of real processes, n3 started with `n3Env` besides the others'. */
@@ -36,7 +37,7 @@ async function threeWithN3(n3Env: Record<string, string>): Promise<Map<string, N
   const nodes = new Map<string, NodeProcess>();
   for (const id of ['n1', 'n2', 'n3']) {
     const dir = tempDir(`full-member-${id}`);
-    dirs.push(dir);
+    cleanup.push(dir);
     const env = id === 'n3' ? { ...UNLIMITED_RATES, ...n3Env } : UNLIMITED_RATES;
     const node = await startNode({ dataDir: dir, env, args: ['--id', id, '--peers', peers] });
     started.push(node);
@@ -113,4 +114,68 @@ describe('a member with a smaller memory budget', () => {
       });
       expect(taken.body.results[0]).toMatchObject({ applied: true });
     }, 90_000);
+});
+
+describe('a member with less memory than the state', () => {
+  // 256 MiB for n3's process: it restores at most half of it, and the state is 180 MB.
+  const cgroup = makeMemoryCgroup('hivekv-small-member', 256 * MIB);
+  afterAll(async () => {
+    for (const node of started) await node.kill();
+    cgroup?.remove();
+  });
+
+  it.runIf(cgroup !== null)('refuses the leader\'s snapshot and stays up behind it; takes it ' +
+    'once it has the memory', async () => {
+    const members = await memberPorts(3);
+    const env = { ...UNLIMITED_RATES, HIVEKV_SNAPSHOT_EVERY_ENTRIES: '10' };
+    const dirs = new Map(['n1', 'n2', 'n3'].map((id) => [id, tempDir(`small-member-${id}`)]));
+    dirs.forEach((dir) => cleanup.push(dir));
+    const start = async (id: string, cgroupProcs?: string) => {
+      const node = await startNode({ dataDir: dirs.get(id)!, env, cgroupProcs,
+        args: ['--id', id, '--peers', peersFlag(members)] });
+      started.push(node);
+      return node;
+    };
+    const [n1, n2, n3] = [await start('n1'), await start('n2'), await start('n3')];
+    const first = await agreedLeader([n1!, n2!, n3!], WAIT_MS);
+    const leader = first === 'n2' ? n2! : n1!;
+    expect((await put(leader, 'first')).status).toBe(200);
+    await waitFor('n3 to hold the first write', WAIT_MS, async () =>
+      (await call(n3!.url, 'GET', '/api/v1/kv/space/first')).status === 200 || undefined);
+    expect(await n3!.stop()).toBe(0);
+    // About 180 MB of state while n3 is away: n1 and n2 snapshot it and drop their logs.
+    const value = 'v'.repeat(60_000);
+    await waitFor('a leader of two', WAIT_MS, async () =>
+      (await put(leader, 'probe')).status === 200 || undefined);
+    for (let batch = 0; batch < 188; batch++) {
+      const ops = Array.from({ length: 16 }, (_, i) => ({ op: 'put', ns: 'big',
+        key: `k${batch * 16 + i}`, value, forever: true }));
+      expect((await kv(leader.url, ops)).status).toBe(200);
+    }
+    // Installed anyway, the snapshot took n3 past its memory and the kernel killed it.
+    const small = await start('n3', cgroup!.procsFile);
+    let exit: string | null = null;
+    void small.exited.then((code) => { exit = `n3 exited (code ${code})`; });
+    const outcome = await waitFor('the snapshot to n3', 60_000, async () => {
+      const output = small.output();
+      if (exit !== null) return exit;
+      if (output.includes('snapshot installed') || output.includes('fatal')) return output;
+      return output.includes('snapshot from the leader refused') ? 'refused' : undefined;
+    });
+    expect(outcome).toBe('refused');
+    const warning = small.output().split('\n').find((line) => line.includes('refused'))!;
+    expect(warning).toContain('for want of memory');
+    expect(warning).toContain('this node restores a state of at most 134217728');
+    const metrics = (await call(small.url, 'GET', '/metrics')).text;
+    expect(metrics).toMatch(/hivekv_snapshots_total\{event="refused"\} [1-9]/);
+    expect((await call(small.url, 'GET', '/health')).status).toBe(200);
+    // Restarted with the machine's memory, n3 takes the snapshot the leader sends again.
+    expect(await small.stop()).toBe(0);
+    const roomy = await start('n3');
+    await waitFor('n3 to install the snapshot', 60_000, async () =>
+      roomy.output().includes('snapshot installed') || undefined);
+    const read = await call(roomy.url, 'GET', '/api/v1/kv/big/k3000');
+    expect(read.status).toBe(200);
+    expect(read.body.value).toBe(value);
+  }, 240_000);
 });

@@ -22,7 +22,7 @@ import { testSeed } from '../helpers/seed.js';
 const status: MemberStatus = {
   id: 'n2', status: 'ok', role: 'follower', leader: 'n1', term: 4, commitIndex: 90,
   appliedIndex: 88, digest: null, url: 'http://127.0.0.1:6633', sentAtMs: 1_790_000_000_000,
-  storageFull: false, stateBytesMax: 2_684_354_560,
+  storageFull: false, stateBytesMax: 2_684_354_560, stateBytes: 1_048_576,
 };
 
 function frameOf(value: unknown): Uint8Array {
@@ -52,13 +52,14 @@ describe('status frame', () => {
       { status: 'sleeping' }, { url: 'javascript:alert(1)' }, { url: 'ftp://x' },
       { digest: 'has space' }, { digest: 'x'.repeat(129) }, { leader: 7 },
       { appliedIndex: 2 ** 53 }, { sentAtMs: '1' }, { storageFull: 'yes' },
-      { stateBytesMax: 0 }, { stateBytesMax: -5 }, { stateBytesMax: '1' }]) {
+      { stateBytesMax: 0 }, { stateBytesMax: -5 }, { stateBytesMax: '1' },
+      { stateBytes: -1 }, { stateBytes: 0.5 }, { stateBytes: '7' }]) {
       expect(decodeStatusFrame(frameOf({ ...status, ...bad })), JSON.stringify(bad)).toBeNull();
     }
     // A release before `storageFull` sends none: not full.
-    const { storageFull: _, stateBytesMax: __, ...earlier } = status;
+    const { storageFull: _, stateBytesMax: __, stateBytes: ___, ...earlier } = status;
     expect(decodeStatusFrame(frameOf(earlier)))
-      .toEqual({ ...status, storageFull: false, stateBytesMax: null });
+      .toEqual({ ...status, storageFull: false, stateBytesMax: null, stateBytes: null });
     expect(decodeStatusFrame(frameOf([status]))).toBeNull();
     expect(decodeStatusFrame(frameOf(null))).toBeNull();
   });
@@ -228,6 +229,21 @@ describe('cluster status', () => {
     scheduler.monotonic += 1000;
     // n3 unheard for 3 s: down, its budget no longer binds.
     expect(cluster.smallestStateBudget()).toEqual({ member: 'n2', bytes: 800 });
+  });
+
+  it('sends the state it holds, and tells the state a member said it holds lately', () => {
+    const { cluster, scheduler, sent, setHealth } = harness();
+    setHealth({ stateBytes: 4096 });
+    cluster.start('http://127.0.0.1:6632');
+    expect(decodeStatusFrame(sent[0]![1])?.stateBytes).toBe(4096);
+    cluster.stop();
+    expect(cluster.stateBytesOf('n2')).toBeNull();
+    cluster.accept('n2', statusFrom('n2', { stateBytes: 300_000_000 }));
+    cluster.accept('n3', statusFrom('n3', { stateBytes: null }));
+    expect(cluster.stateBytesOf('n2')).toBe(300_000_000);
+    expect(cluster.stateBytesOf('n3')).toBeNull();
+    scheduler.monotonic += STATUS_STALE_MS + 1;
+    expect(cluster.stateBytesOf('n2')).toBeNull();
   });
 
   it('keeps the last status of each member; it is down once older than the bound', () => {

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serveCommand, serveFlags } from '../../host/cli/serve.js';
 import {
-  MAX_STATE_BYTES_DEFAULT, MAX_STATE_BYTES_MIN, stateBudgetFor,
+  MAX_STATE_BYTES_DEFAULT, MAX_STATE_BYTES_MIN, restoreRoomFor, stateBudgetFor,
 } from '../../host/machine/memory-budget.js';
 import { loadConfig } from '../../host/node/config.js';
 import { cgroupsOf, readMemoryLimit } from '../../host/node/memory-limit.js';
@@ -79,6 +79,14 @@ describe('the default memory budget', () => {
     expect(stateBudgetFor(24 * GiB)).toBe(MAX_STATE_BYTES_DEFAULT);
     expect(stateBudgetFor(2 * GiB)).toBe(819 * MiB);
     expect(stateBudgetFor(MiB)).toBe(MAX_STATE_BYTES_MIN);
+  });
+
+  it('leaves a follower room to restore half the memory, or its budget if that is more', () => {
+    expect(restoreRoomFor(null, MAX_STATE_BYTES_DEFAULT)).toBe(Number.POSITIVE_INFINITY);
+    expect(restoreRoomFor(256 * MiB, stateBudgetFor(256 * MiB))).toBe(128 * MiB);
+    // A machine like the leader's takes its snapshot at the budget, and a quarter past it.
+    expect(restoreRoomFor(2 * GiB, stateBudgetFor(2 * GiB))).toBeGreaterThan(1.25 * 819 * MiB);
+    expect(restoreRoomFor(2 * GiB, 3 * GiB)).toBe(3 * GiB);
   });
 
   it('is what a node takes unless HIVEKV_MAX_STATE_BYTES sets it, and says why', () => {
