@@ -85,6 +85,19 @@ export function restoreRoomFor(memoryBytes: number | null, maxStateBytes: number
   return Math.max(maxStateBytes, Math.floor(memoryBytes * MEMORY_SHARE_FOR_RESTORE));
 }
 
+/**
+ * The state a follower must not catch up to, or null: the largest state a member said it
+ * holds (`largestBytes`, null when none said), where it is more than this node restores
+ * (`restoreRoomBytes`) and this node holds less. A node that holds as much already catches
+ * up: every member of a busy cluster lags its leader a little, and one past its room is no
+ * safer behind.
+ */
+export function catchUpHeldFor(largestBytes: number | null, restoreRoomBytes: number,
+  ownStateBytes: () => number): number | null {
+  if (largestBytes === null || largestBytes <= restoreRoomBytes) return null;
+  return ownStateBytes() <= restoreRoomBytes ? largestBytes : null;
+}
+
 /** What the budget check reads from the machine (StateMachine.memoryUse). */
 export interface StateBytes {
   readonly stateBytes: number;

@@ -75,6 +75,12 @@ interface Heard {
   readonly receivedAtMs: number;
 }
 
+/** A member and a figure of bytes from its status. */
+export interface MemberBytes {
+  readonly member: string;
+  readonly bytes: number;
+}
+
 export class ClusterStatus {
   private readonly heard = new Map<string, Heard>();
   private timer: TimerHandle | null = null;
@@ -142,12 +148,13 @@ export class ClusterStatus {
     };
   }
 
-  /** The state `member` said it holds, heard within STATUS_STALE_MS; null when not. */
-  stateBytesOf(member: string): number | null {
-    const heard = this.heard.get(member);
-    if (heard === undefined) return null;
-    const fresh = this.deps.monotonicMs() - heard.receivedAtMs <= STATUS_STALE_MS;
-    return fresh ? heard.status.stateBytes : null;
+  /**
+   * The largest state a member said it holds, heard within STATUS_STALE_MS, with that
+   * member; null when none said. Every member reaches the same state, so a follower behind
+   * learns here the state it would catch up to (replica.ts, `refreshCatchUpHold`).
+   */
+  largestState(): MemberBytes | null {
+    return this.extremeBytes((status) => status.stateBytes, (a, b) => a > b);
   }
 
   /**
@@ -156,15 +163,21 @@ export class ClusterStatus {
    * member whose budget is smaller than this node's would grow past it on writes this node
    * admits (replica.ts, `stateBudget`).
    */
-  smallestStateBudget(): { readonly member: string; readonly bytes: number } | null {
+  smallestStateBudget(): MemberBytes | null {
+    return this.extremeBytes((status) => status.stateBytesMax, (a, b) => a < b);
+  }
+
+  /** The member heard within STATUS_STALE_MS whose `field` is `before` every other's. */
+  private extremeBytes(field: (status: MemberStatus) => number | null,
+    before: (a: number, b: number) => boolean): MemberBytes | null {
     const now = this.deps.monotonicMs();
-    let smallest: { member: string; bytes: number } | null = null;
+    let found: MemberBytes | null = null;
     for (const [id, heard] of this.heard) {
-      const bytes = heard.status.stateBytesMax;
+      const bytes = field(heard.status);
       if (bytes === null || now - heard.receivedAtMs > STATUS_STALE_MS) continue;
-      if (smallest === null || bytes < smallest.bytes) smallest = { member: id, bytes };
+      if (found === null || before(bytes, found.bytes)) found = { member: id, bytes };
     }
-    return smallest;
+    return found;
   }
 
   /**

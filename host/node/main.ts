@@ -215,10 +215,10 @@ function reportSpace(logger: Logger, change: SpaceChange): void {
 /** What the replica learns of the other members from their statuses (cluster-status.ts). */
 function membersDeps(cluster: ClusterStatus):
   Pick<ReplicaDeps, 'sideFrames' | 'membersStorageFull' | 'memberStateBudget' |
-    'memberStateBytes'> {
+    'largestMemberState'> {
   return { sideFrames: cluster, membersStorageFull: () => cluster.membersStorageFull(),
     memberStateBudget: () => cluster.smallestStateBudget(),
-    memberStateBytes: (member) => cluster.stateBytesOf(member) };
+    largestMemberState: () => cluster.largestState() };
 }
 
 /** The replica's clock and what it says when a new leader's wait for its voters' ran out. */
@@ -294,6 +294,17 @@ function reportSnapshot(metrics: NodeMetrics,
   };
 }
 
+/** A follower that holds its leader's entries for want of memory says so, and when it ends. */
+function reportCatchUpHeld(logger: Logger, detail: string | null): void {
+  if (detail === null) {
+    logger.info({}, 'the leader\'s entries are taken again: this node catches up');
+    return;
+  }
+  logger.warn({ detail }, 'the leader\'s entries held for want of memory: its state is ' +
+    'larger than this node can hold. This node stays behind its leader; give the process ' +
+    'more memory, or remove this member');
+}
+
 /** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
 export async function serve(config: NodeConfig): Promise<void> {
   const startup = new StartupTimeline('process started');
@@ -330,7 +341,8 @@ export async function serve(config: NodeConfig): Promise<void> {
     ...stampClockDeps(cluster, metrics, logger),
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
-    onSnapshot: reportSnapshot(metrics, logger), onStartPhase: startup.mark });
+    onSnapshot: reportSnapshot(metrics, logger), onStartPhase: startup.mark,
+    onCatchUpHeld: (detail) => reportCatchUpHeld(logger, detail) });
   await replica.start();
   watchSpace(storage, metrics);
   const http = await startHttpServer({

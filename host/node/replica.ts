@@ -39,7 +39,7 @@ import {
 } from '../machine/commands.js';
 import { SeqTable } from '../core/seq-table.js';
 import { encodeCommand } from '../machine/codec.js';
-import { MAX_STATE_BYTES_DEFAULT, memoryFull } from '../machine/memory-budget.js';
+import { catchUpHeldFor, MAX_STATE_BYTES_DEFAULT, memoryFull } from '../machine/memory-budget.js';
 import type { StateMachine } from '../machine/state-machine.js';
 import { SnapshotNoRoomError, type Storage } from '../storage/storage.js';
 import type { Transport } from '../transport/transport.js';
@@ -160,8 +160,16 @@ export interface ReplicaDeps {
    * the state are admitted only up to it where it is smaller than this node's own.
    */
   readonly memberStateBudget?: () => { readonly member: string; readonly bytes: number } | null;
-  /** The state `member` last said it holds (cluster-status.ts); null when not heard lately. */
-  readonly memberStateBytes?: (member: string) => number | null;
+  /**
+   * The largest state a member said it holds lately, with that member (cluster-status.ts);
+   * null when none said.
+   */
+  readonly largestMemberState?: () => { readonly member: string; readonly bytes: number } | null;
+  /**
+   * This node began to hold its leader's entries for want of memory (with why), or ended
+   * (null): `refreshCatchUpHold`.
+   */
+  readonly onCatchUpHeld?: (detail: string | null) => void;
   /** Takes the peer frames that are not Raft's (member status); true when it took one. */
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
@@ -355,6 +363,15 @@ export class Replica implements KvService, MembersService {
   private stateBudget: { member: string | null; bytes: number } = { member: null, bytes: 0 };
   /** Refusals of a leader's snapshot for want of room reported so far (the core counts). */
   private snapshotRefusalsSeen = 0;
+  /** Storage's room for a snapshot from the leader, as last read (once a tick). */
+  private volumeSnapshotRoom = Number.POSITIVE_INFINITY;
+  /**
+   * While a member holds more state than this node's memory can restore, and this node less:
+   * that member's state. This node takes neither the leader's entries (`onFrame`) nor its
+   * snapshots meanwhile, since catching up would take it past its memory. Null: it takes
+   * them.
+   */
+  private catchUpHeldAt: number | null = null;
   /** Why the last snapshot this node began was not taken for want of room; null if it was. */
   private snapshotNoRoom: string | null = null;
   /** A new leader stamps nothing until it knows a majority of the voters' clocks. */
@@ -438,8 +455,8 @@ export class Replica implements KvService, MembersService {
     this.membership.syncPeers();
     await this.deps.transport.start((from, frame) => this.onFrame(from, frame));
     this.state = 'running';
-    // Before the first frame is stepped: a leader's snapshot may come before the first tick.
-    this.refreshSnapshotRoom();
+    // Before the first frame is stepped: a leader's entries may come before the first tick.
+    this.refreshCatchUpHold();
     this.scheduleTick();
     this.scheduleSweep();
     this.core.tick();
@@ -536,35 +553,62 @@ export class Replica implements KvService, MembersService {
   }
 
   /**
-   * Tells the core how large a snapshot from the leader this node can take now (read once a
-   * tick): storage's room, and none while the state the leader holds is more than this node's
-   * memory can restore (`restoreRoomBytes`), since catching up would take it there. It
-   * reports each one it refused: this node stays behind its leader until it has room, and
-   * says so, instead of running its volume out midway and stopping, or being killed for
-   * memory at the install and again at every restart.
+   * Reads storage's room for a snapshot from the leader (once a tick), and reports each
+   * snapshot the core refused: this node stays behind its leader until it has room, and says
+   * so, instead of running its volume out midway and stopping, or being killed for memory at
+   * the install and again at every restart.
    */
   private refreshSnapshotRoom(): void {
     if (this.core.leaderTerm() !== -1) return;
-    const volumeRoom = this.readStorage(() => this.deps.storage.snapshotRoomBytes(), 0);
+    this.volumeSnapshotRoom = this.readStorage(() => this.deps.storage.snapshotRoomBytes(), 0);
     if (this.state !== 'running') return;
-    const memoryRoom = this.options.restoreRoomBytes ?? Number.POSITIVE_INFINITY;
-    const leader = Number.isFinite(memoryRoom) ? this.core.status().leader : null;
-    const leaderState = leader === null ? null : this.deps.memberStateBytes?.(leader) ?? null;
-    const tooLarge = leaderState !== null && leaderState > memoryRoom ? leaderState : null;
-    this.core.setSnapshotRoom(tooLarge !== null ? 0 : Math.min(volumeRoom, memoryRoom));
+    this.refreshCatchUpHold();
     const refusal = this.core.lastSnapshotRefusal();
     if (refusal === null || refusal.count === this.snapshotRefusalsSeen) return;
     this.snapshotRefusalsSeen = refusal.count;
-    const forMemory = tooLarge !== null || refusal.totalBytes > memoryRoom;
-    const memoryFrom = memoryRoom === this.maxStateBytes
-      ? 'its memory budget, HIVEKV_MAX_STATE_BYTES' : 'half the memory its process may use';
+    const memoryRoom = this.restoreRoomBytes;
+    const held = this.catchUpHeldAt;
+    const forMemory = held !== null || refusal.totalBytes > memoryRoom;
     this.noteSnapshot('refused', { meta: refusal.meta, dataBytes: refusal.totalBytes },
       this.deps.scheduler.nowMs(), !forMemory
         ? `it needs ${refusal.totalBytes} bytes; the volume has room for ` +
           `${refusal.roomBytes} (free space less 4 MiB kept spare)`
-        : `${tooLarge !== null ? `the leader's state is ${tooLarge} bytes`
-          : `it needs ${refusal.totalBytes} bytes`}; this node restores a state of at most ` +
-          `${memoryRoom} (${memoryFrom})`, forMemory ? 'memory' : 'space');
+        : `${held !== null ? `a member holds a state of ${held} bytes`
+          : `it needs ${refusal.totalBytes}` +
+          ' bytes'}; ${this.restoreRoomText()}`, forMemory ? 'memory' : 'space');
+  }
+
+  /** The largest state from a leader this node's memory restores (memory-budget.ts). */
+  private get restoreRoomBytes(): number {
+    return this.options.restoreRoomBytes ?? Number.POSITIVE_INFINITY;
+  }
+
+  private restoreRoomText(): string {
+    return `this node restores a state of at most ${this.restoreRoomBytes} (` +
+      `${this.restoreRoomBytes === this.maxStateBytes ? 'its memory budget, ' +
+        'HIVEKV_MAX_STATE_BYTES' : 'half the memory its process may use'})`;
+  }
+
+  /**
+   * Holds the leader's entries and snapshots while a member holds more state than this
+   * node's memory restores and this node less (`catchUpHeldAt`, memory-budget.ts
+   * `catchUpHeldFor`), and says when it starts and ends; tells the core the largest snapshot
+   * it takes. At start, on each member status and once a tick: so before the first entry a
+   * leader sends, and within a status of a change. A leader holds nothing.
+   */
+  private refreshCatchUpHold(): void {
+    const memoryRoom = this.restoreRoomBytes;
+    if (!Number.isFinite(memoryRoom)) return;
+    const largest = this.core.leaderTerm() === -1 ? this.deps.largestMemberState?.() ?? null
+      : null;
+    const held = catchUpHeldFor(largest?.bytes ?? null, memoryRoom,
+      () => this.deps.machine.memoryUse().stateBytes);
+    const wasHeld = this.catchUpHeldAt !== null;
+    this.catchUpHeldAt = held;
+    this.core.setSnapshotRoom(held !== null ? 0 : Math.min(this.volumeSnapshotRoom, memoryRoom));
+    if (wasHeld === (held !== null)) return;
+    this.deps.onCatchUpHeld?.(held === null ? null : `member ${largest!.member} holds a state ` +
+      `of ${held} bytes; ${this.restoreRoomText()}`);
   }
 
   /**
@@ -879,9 +923,16 @@ export class Replica implements KvService, MembersService {
 
   private onFrame(from: string, frame: Uint8Array): void {
     if (this.state !== 'running') return;
-    if (this.deps.sideFrames?.accept(from, frame) === true) return;
+    if (this.deps.sideFrames?.accept(from, frame) === true) {
+      this.refreshCatchUpHold();
+      return;
+    }
     const message = decodeMessage(frame);
     if (message === null || message.from !== from) return;
+    // Dropped as a lost frame would be: the leader sends them again once they are taken.
+    if (this.catchUpHeldAt !== null && message.type === 'append' && message.entries.length > 0) {
+      return;
+    }
     this.core.step(message.type === 'propose' ? this.ownClockAtMost(message) : message);
     this.pumpSoon();
   }

@@ -231,19 +231,21 @@ describe('cluster status', () => {
     expect(cluster.smallestStateBudget()).toEqual({ member: 'n2', bytes: 800 });
   });
 
-  it('sends the state it holds, and tells the state a member said it holds lately', () => {
+  it('sends the state it holds, and finds the largest among the members heard', () => {
     const { cluster, scheduler, sent, setHealth } = harness();
     setHealth({ stateBytes: 4096 });
     cluster.start('http://127.0.0.1:6632');
     expect(decodeStatusFrame(sent[0]![1])?.stateBytes).toBe(4096);
     cluster.stop();
-    expect(cluster.stateBytesOf('n2')).toBeNull();
+    expect(cluster.largestState()).toBeNull();
     cluster.accept('n2', statusFrom('n2', { stateBytes: 300_000_000 }));
     cluster.accept('n3', statusFrom('n3', { stateBytes: null }));
-    expect(cluster.stateBytesOf('n2')).toBe(300_000_000);
-    expect(cluster.stateBytesOf('n3')).toBeNull();
-    scheduler.monotonic += STATUS_STALE_MS + 1;
-    expect(cluster.stateBytesOf('n2')).toBeNull();
+    expect(cluster.largestState()).toEqual({ member: 'n2', bytes: 300_000_000 });
+    scheduler.monotonic += 2000;
+    cluster.accept('n3', statusFrom('n3', { stateBytes: 5 }));
+    scheduler.monotonic += 1000;
+    // n2 unheard for 3 s: down, its state no longer counts.
+    expect(cluster.largestState()).toEqual({ member: 'n3', bytes: 5 });
   });
 
   it('keeps the last status of each member; it is down once older than the bound', () => {

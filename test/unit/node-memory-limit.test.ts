@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serveCommand, serveFlags } from '../../host/cli/serve.js';
 import {
-  MAX_STATE_BYTES_DEFAULT, MAX_STATE_BYTES_MIN, restoreRoomFor, stateBudgetFor,
+  catchUpHeldFor, MAX_STATE_BYTES_DEFAULT, MAX_STATE_BYTES_MIN, restoreRoomFor, stateBudgetFor,
 } from '../../host/machine/memory-budget.js';
 import { loadConfig } from '../../host/node/config.js';
 import { cgroupsOf, readMemoryLimit } from '../../host/node/memory-limit.js';
@@ -87,6 +87,19 @@ describe('the default memory budget', () => {
     // A machine like the leader's takes its snapshot at the budget, and a quarter past it.
     expect(restoreRoomFor(2 * GiB, stateBudgetFor(2 * GiB))).toBeGreaterThan(1.25 * 819 * MiB);
     expect(restoreRoomFor(2 * GiB, 3 * GiB)).toBe(3 * GiB);
+  });
+
+  it('holds a follower back from a state past its room, unless it holds as much', () => {
+    const room = 128 * MiB;
+    let asked = 0;
+    const own = (bytes: number) => () => { asked++; return bytes; };
+    expect(catchUpHeldFor(null, room, own(0))).toBeNull();
+    expect(catchUpHeldFor(room, room, own(0))).toBeNull();
+    expect(asked).toBe(0);
+    expect(catchUpHeldFor(room + 1, room, own(0))).toBe(room + 1);
+    expect(catchUpHeldFor(200 * MiB, room, own(room))).toBe(200 * MiB);
+    // Past its room already (a leader's state a little ahead of its own): it catches up.
+    expect(catchUpHeldFor(200 * MiB, room, own(room + 1))).toBeNull();
   });
 
   it('is what a node takes unless HIVEKV_MAX_STATE_BYTES sets it, and says why', () => {
