@@ -598,9 +598,9 @@ export class Replica implements KvService, MembersService {
    */
   private refreshCatchUpHold(): void {
     const memoryRoom = this.restoreRoomBytes;
-    if (!Number.isFinite(memoryRoom)) return;
-    const largest = this.core.leaderTerm() === -1 ? this.deps.largestMemberState?.() ?? null
-      : null;
+    // Memory unknown (no bound): no member's state is too large, and nothing is read.
+    const largest = this.core.leaderTerm() === -1 && Number.isFinite(memoryRoom)
+      ? this.deps.largestMemberState?.() ?? null : null;
     const held = catchUpHeldFor(largest?.bytes ?? null, memoryRoom,
       () => this.deps.machine.memoryUse().stateBytes);
     const wasHeld = this.catchUpHeldAt !== null;

@@ -86,12 +86,15 @@ describe('deterministic simulation', () => {
       // replica reaches the same state. Seeds chosen to hit both.
       let refused = 0;
       let forgotten = 0;
+      let beforeFirstByte = 0;
       for (const seed of [2, 14]) {
         const result = await runSeed({ ...DEFAULT_RUN, seed, nodeCount: seed % 2 === 0 ? 3 : 5,
           trace: true, traceSink: (line) => {
             // The node's own account of a transfer it forgot (replica.ts): absent, the core
             // would hold the whole snapshot as being written, and answer no chunk of it.
             if (line.includes('refused: the volume ran out of room for it midway')) forgotten++;
+            // Refused by the core on the room the driver told it (absent: none told).
+            if (line.includes('the volume has room for 0')) beforeFirstByte++;
           },
           faultRates: { 'disk.no-room': 0.1, 'node.crash': 0.05, 'member.change': 0.15 } });
         expect(verdict(result)).toBe('ok');
@@ -99,6 +102,7 @@ describe('deterministic simulation', () => {
       }
       expect(refused).toBeGreaterThan(0);
       expect(forgotten).toBeGreaterThan(0);
+      expect(beforeFirstByte).toBeGreaterThan(0);
     }, 60_000);
 
   it('seed 901265: a damaged node is replaced, a stopped one restarted, liveness holds',
