@@ -1,12 +1,13 @@
 /**
  * Cluster: every member this node knows, from `GET /api/v1/system/cluster` once a second,
- * with role, term, commit and applied index, lag behind the leader, health (a member whose
- * last status is older than the node's `staleAfterMs` is down) and the state digest where
- * the node reports one. Leadership and health changes are listed as they are seen.
+ * with role, term, commit and applied index, lag behind the leader, the state it holds of its
+ * memory budget, health (a member whose last status is older than the node's `staleAfterMs`
+ * is down; one low on disk space is marked) and the state digest where the node reports one.
+ * Leadership and health changes are listed as they are seen.
  */
 import { useRef, useState } from 'preact/hooks';
 import type { Api, Refusal, Settings } from './api.js';
-import { formatAge, formatCount, shortDigest, timeOfDay } from './format.js';
+import { formatAge, formatCount, shortDigest, stateText, timeOfDay } from './format.js';
 import { usePoll } from './hooks.js';
 import { RefusalBox } from './widgets.js';
 
@@ -20,6 +21,12 @@ export interface MemberStatusView {
   readonly digest: string | null;
   readonly url: string;
   readonly sentAt: string;
+  /** Below HIVEKV_MIN_FREE_BYTES free: every member refuses writes (absent: older nodes). */
+  readonly storageFull?: boolean;
+  /** Its memory budget; every member admits growth only up to the smallest (null: unsaid). */
+  readonly stateBytesMax?: number | null;
+  /** The state it holds (null: unsaid). */
+  readonly stateBytes?: number | null;
 }
 
 export interface MemberView {
@@ -86,6 +93,9 @@ function MemberRow({ member, isLeader }: { member: MemberView; isLeader: boolean
       class={`state-${member.state}${isLeader ? ' leader' : ''}`}>
       <th scope="row">{member.id}{member.self ? <span class="tag">this node</span> : null}</th>
       <td><span class={`badge ${member.state}`} data-test="member-state">{member.state}</span>
+        {' '}{s?.storageFull === true ? <span class="badge down" data-test="member-disk-full"
+          title="below HIVEKV_MIN_FREE_BYTES free: every member refuses writes">disk full</span>
+          : null}
         <span class="muted"> {age}</span></td>
       <td data-test="member-role">{s?.role ?? '—'}{s !== null && s.status !== 'ok'
         ? ` (${s.status})` : ''}{member.state === 'down'
@@ -95,6 +105,7 @@ function MemberRow({ member, isLeader }: { member: MemberView; isLeader: boolean
       <td class="num">{s === null ? '—' : formatCount(s.appliedIndex)}</td>
       <td class="num" data-test="member-lag">{member.lagEntries === null ? '—'
         : formatCount(member.lagEntries)}</td>
+      <td class="num" data-test="member-state-bytes">{stateText(s)}</td>
       <td class="mono" title={s?.digest ?? 'this node reports no digest'}>
         {s?.digest == null ? '—' : shortDigest(s.digest)}</td>
       <td>{s === null ? '—' : <a href={`${s.url}/console`}>{s.url}</a>}</td>
@@ -111,6 +122,7 @@ function MembersTable({ answer }: { answer: ClusterAnswer }) {
           <th scope="col">Member</th><th scope="col">Health</th><th scope="col">Role</th>
           <th scope="col" class="num">Term</th><th scope="col" class="num">Commit</th>
           <th scope="col" class="num">Applied</th><th scope="col" class="num">Lag</th>
+          <th scope="col" class="num" title="the state it holds, of its memory budget">State</th>
           <th scope="col">Digest</th><th scope="col">Address</th>
         </tr></thead>
         <tbody>

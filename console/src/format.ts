@@ -42,3 +42,16 @@ export function prettyJson(value: unknown): string {
 export function shortDigest(digest: string): string {
   return digest.length <= 12 ? digest : `${digest.slice(0, 12)}…`;
 }
+
+/**
+ * A member's state against its memory budget, as `12.0 MiB of 2.5 GiB`; `—` when it said
+ * neither. The member with the smallest budget binds every member's writes that grow it.
+ */
+export function stateText(status: { readonly stateBytes?: number | null;
+  readonly stateBytesMax?: number | null } | null): string {
+  const bytes = status?.stateBytes ?? null;
+  const max = status?.stateBytesMax ?? null;
+  if (bytes === null && max === null) return '—';
+  const held = bytes === null ? '?' : formatBytes(bytes);
+  return max === null ? held : `${held} of ${formatBytes(max)}`;
+}

@@ -2,7 +2,8 @@
  * The console's Cluster view in Chromium against three real nodes started as the README
  * starts them: it names the leader every node reports, and when the leader is killed it
  * shows that member down and a new leader within 5 s of the kill (the issue's bound), the
- * same leader the surviving nodes report over HTTP.
+ * same leader the surviving nodes report over HTTP. Each member's row shows the state it
+ * holds of its memory budget, and a member low on disk space is marked.
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -63,8 +64,10 @@ describe.skipIf(skipReason !== null)('console on a three-node cluster', () => {
     const peerPorts = await Promise.all(IDS.map(() => freePort()));
     const peers = IDS.map((id, i) => `${id}=127.0.0.1:${peerPorts[i]}`).join(',');
     members = IDS.map((id) => ({ id, dir: tempDir(`console-${id}`), node: null }));
+    // n3 keeps more free space than any volume here has: its status says its disk is full.
     await Promise.all(members.map(async (m) => {
-      m.node = await startNode({ dataDir: m.dir, args: ['--id', m.id, '--peers', peers] });
+      m.node = await startNode({ dataDir: m.dir, args: ['--id', m.id, '--peers', peers],
+        env: m.id === 'n3' ? { HIVEKV_MIN_FREE_BYTES: String(1024 ** 4) } : {} });
     }));
   });
 
@@ -88,6 +91,15 @@ describe.skipIf(skipReason !== null)('console on a three-node cluster', () => {
     for (const m of members) {
       await expect.poll(() => page.locator(`[data-member="${m.id}"]`).getAttribute('data-state'))
         .toBe('up');
+    }
+    // Each member's state of its budget (the default, 2.5 GiB, on a machine of 24 GiB or
+    // more); n3's disk marked full, and no other's.
+    for (const m of members) {
+      const row = page.locator(`[data-member="${m.id}"]`);
+      await expect.poll(() => row.locator('[data-test="member-state-bytes"]').textContent())
+        .toMatch(/^\d+(\.\d)? (B|KiB|MiB) of \d+(\.\d)? (MiB|GiB)$/);
+      await expect.poll(() => row.locator('[data-test="member-disk-full"]').count())
+        .toBe(m.id === 'n3' ? 1 : 0);
     }
     await screenshot(page, 'cluster');
 

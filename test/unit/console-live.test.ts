@@ -4,6 +4,7 @@
  * between two scrapes, including a node restart between them.
  */
 import { describe, expect, it } from 'vitest';
+import { stateText } from '../../console/src/format.js';
 import { parseLine, parsePrometheus, SAMPLES_MAX } from '../../console/src/prometheus.js';
 import {
   History, HISTORY_POINTS_MAX, pointBetween, quantile, REASON_SERIES_MAX, summarize,
@@ -96,5 +97,17 @@ describe('quantiles and points', () => {
     expect(history.refusals.size).toBe(REASON_SERIES_MAX + 1);
     expect(history.refusals.has('other')).toBe(true);
     for (const column of history.refusals.values()) expect(column).toHaveLength(HISTORY_POINTS_MAX);
+  });
+});
+
+describe('a member\'s state in the cluster view', () => {
+  it('shows the state it holds of its budget, what it said of them, or a dash', () => {
+    const status = { stateBytes: null, stateBytesMax: null };
+    expect(stateText({ ...status, stateBytes: 12 * 2 ** 20, stateBytesMax: 2.5 * 2 ** 30 }))
+      .toBe('12.0 MiB of 2.5 GiB');
+    expect(stateText({ ...status, stateBytes: 512, stateBytesMax: null })).toBe('512 B');
+    expect(stateText({ ...status, stateBytes: null, stateBytesMax: 2 ** 20 })).toBe('? of 1.0 MiB');
+    expect(stateText(status)).toBe('—');
+    expect(stateText(null)).toBe('—');
   });
 });
