@@ -129,6 +129,7 @@ export class NodeMetrics implements RequestMetrics {
   private acceptingSource: (() => AcceptingGauges) | null = null;
   private budgetsSource: (() => HttpBudgetFigures) | null = null;
   private freeBytesSource: (() => number | null) | null = null;
+  private slowLoopSyncsSource: (() => number) | null = null;
   private clockOffsetSource: (() => number) | null = null;
   private readonly tenantKeys: Gauge<'tenant'>;
   private readonly tenantBytes: Gauge<'tenant'>;
@@ -158,7 +159,7 @@ export class NodeMetrics implements RequestMetrics {
     connectionSeries(registers, () => this.acceptingSource?.() ?? null,
       () => this.budgetsSource?.() ?? null);
     environmentGauges(registers, () => this.freeBytesSource?.() ?? null,
-      () => this.clockOffsetSource?.() ?? 0);
+      () => this.clockOffsetSource?.() ?? 0, () => this.slowLoopSyncsSource?.() ?? 0);
     this.tenantKeys = new Gauge({
       name: 'hivekv_tenant_live_keys',
       help: 'Live keys per tenant.',
@@ -307,6 +308,11 @@ export class NodeMetrics implements RequestMetrics {
     this.freeBytesSource = source;
   }
 
+  /** Where the count of slow fsyncs on the event loop is read from at each scrape. */
+  readSlowLoopSyncsFrom(source: () => number): void {
+    this.slowLoopSyncsSource = source;
+  }
+
   /** Where the answers waiting and the bodies held are read from at each scrape. */
   readHttpBudgetsFrom(source: () => HttpBudgetFigures): void {
     this.budgetsSource = source;
@@ -409,8 +415,11 @@ export interface AcceptingGauges {
 
 /** What the node reads of its surroundings: the data directory's disk and its own clock. */
 function environmentGauges(registers: Registry[], readFreeBytes: () => number | null,
-  readClockOffset: () => number): void {
+  readClockOffset: () => number, readSlowLoopSyncs: () => number): void {
   freeBytesGauge(registers, readFreeBytes);
+  totalCounter(registers, 'hivekv_fsync_loop_slow_total', 'fsyncs run on the event loop ' +
+    'that took over 50 ms (a stalling disk): each sends the next 30 s of fsyncs to the ' +
+    'thread pool, so the loop goes on answering.', readSlowLoopSyncs);
   new Gauge({ name: 'hivekv_clock_offset_seconds', help: 'This node\'s wall clock minus the ' +
     'nearest time a majority of the voters\' clocks allow (0 within it). Past 1 s either way ' +
     'the node stamps the log by the voters\' time instead of its own.', registers, collect() {

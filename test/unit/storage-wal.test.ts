@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 
 import type { Entry } from '../../host/core/raft/types.js';
-import { FileStorage } from '../../host/storage/file-storage.js';
+import { FileStorage, LOOP_SYNC_SLOW_MS } from '../../host/storage/file-storage.js';
 
 const SMALL_SEGMENT_BYTES = 4096;
 const dirs: string[] = [];
@@ -324,6 +324,42 @@ it('a small group\'s sync may fdatasync on the loop, only when nothing else must
     const recovered = await recoverFresh(dir);
     expect(recovered.entries.map((e) => e.index)).toEqual([1, 2, 3, 4, 5]);
     expect(recovered.hardState).toMatchObject({ term: 3, votedFor: 'n2' });
+  });
+
+it('a slow fdatasync on the loop sends the fsyncs after it to the pool for a while',
+  async () => {
+    const dir = await freshDir();
+    const storage = new FileStorage(dir, { loopSyncPauseMs: 300 });
+    await storage.recover();
+    storage.setHardState({ term: 1, votedFor: 'n1', commitIndex: 0 });
+    storage.append(entries({ from: 1, terms: [1] }));
+    await storage.sync();
+    const realOnLoop = fs.fdatasyncSync;
+    // A disk that stalls: each fdatasync on the loop takes 5 ms past LOOP_SYNC_SLOW_MS.
+    const stalling = (fd: number) => {
+      const until = performance.now() + LOOP_SYNC_SLOW_MS + 5;
+      while (performance.now() < until) { /* the stall */ }
+      realOnLoop(fd);
+    };
+    const syncOnLoop = async (index: number) => {
+      storage.append(entries({ from: index, terms: [1] }));
+      storage.startWrite();
+      await storage.sync({ onLoop: true });
+    };
+    await withFdatasyncsCounted(async (calls) => {
+      await syncOnLoop(2);
+      expect(calls).toEqual({ pooled: 0, onLoop: 1 });
+      expect(storage.slowLoopSyncs).toBe(1);
+      await syncOnLoop(3);
+      expect(calls).toEqual({ pooled: 1, onLoop: 1 });
+      // Once the pause is over, the loop is tried again (and found slow again).
+      await new Promise((resolve) => setTimeout(resolve, 350));
+      await syncOnLoop(4);
+      expect(calls).toEqual({ pooled: 1, onLoop: 2 });
+      expect(storage.slowLoopSyncs).toBe(2);
+    }, stalling);
+    await storage.close();
+    expect((await recoverFresh(dir)).entries.map((e) => e.index)).toEqual([1, 2, 3, 4]);
   });
 
 function eio(): Error {
