@@ -418,8 +418,8 @@ function environmentGauges(registers: Registry[], readFreeBytes: () => number | 
   readClockOffset: () => number, readSlowLoopSyncs: () => number): void {
   freeBytesGauge(registers, readFreeBytes);
   totalCounter(registers, 'hivekv_fsync_loop_slow_total', 'fsyncs run on the event loop ' +
-    'that took over 50 ms (a stalling disk): each sends the next 30 s of fsyncs to the ' +
-    'thread pool, so the loop goes on answering.', readSlowLoopSyncs);
+    'that took over 50 ms (a stalling disk): two in a row send the next 30 s of fsyncs to ' +
+    'the thread pool, so the loop goes on answering.', readSlowLoopSyncs);
   new Gauge({ name: 'hivekv_clock_offset_seconds', help: 'This node\'s wall clock minus the ' +
     'nearest time a majority of the voters\' clocks allow (0 within it). Past 1 s either way ' +
     'the node stamps the log by the voters\' time instead of its own.', registers, collect() {
