@@ -45,6 +45,8 @@ export interface ClusterStatusDeps {
   readonly health: () => NodeHealth;
   /** Whether this node's data directory is below HIVEKV_MIN_FREE_BYTES free. */
   readonly storageFull: () => boolean;
+  /** Whether this node holds back from catching up for want of memory (default: never). */
+  readonly catchUpHeld?: () => boolean;
 }
 
 /** One member as `GET /api/v1/system/cluster` shows it. */
@@ -145,7 +147,23 @@ export class ClusterStatus {
       storageFull: this.deps.storageFull(),
       stateBytesMax: health.stateBytesMax,
       stateBytes: health.stateBytes,
+      catchUpHeld: this.deps.catchUpHeld?.() ?? false,
     };
+  }
+
+  /**
+   * The other members whose last status, heard within STATUS_STALE_MS, says they hold back
+   * from catching up: a leader sends them heartbeats only (RaftCore.setReplicationPaused).
+   */
+  membersHoldingCatchUp(): readonly string[] {
+    const now = this.deps.monotonicMs();
+    const holding: string[] = [];
+    for (const [id, heard] of this.heard) {
+      if (heard.status.catchUpHeld && now - heard.receivedAtMs <= STATUS_STALE_MS) {
+        holding.push(id);
+      }
+    }
+    return holding;
   }
 
   /**

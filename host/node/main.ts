@@ -216,10 +216,11 @@ function reportSpace(logger: Logger, change: SpaceChange): void {
 /** What the replica learns of the other members from their statuses (cluster-status.ts). */
 function membersDeps(cluster: ClusterStatus):
   Pick<ReplicaDeps, 'sideFrames' | 'membersStorageFull' | 'memberStateBudget' |
-    'largestMemberState'> {
+    'largestMemberState' | 'membersHoldingCatchUp'> {
   return { sideFrames: cluster, membersStorageFull: () => cluster.membersStorageFull(),
     memberStateBudget: () => cluster.smallestStateBudget(),
-    largestMemberState: () => cluster.largestState() };
+    largestMemberState: () => cluster.largestState(),
+    membersHoldingCatchUp: () => cluster.membersHoldingCatchUp() };
 }
 
 /** The replica's clock and what it says when a new leader's wait for its voters' ran out. */
@@ -336,7 +337,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     transport, scheduler: realScheduler, monotonicMs: () => performance.now(),
     members: (): readonly string[] => replica.members(), health: () => replica.health(),
     voters: (): readonly string[] => replica.voters(),
-    storageFull: () => replica.storageFull() });
+    storageFull: () => replica.storageFull(), catchUpHeld: () => replica.catchUpHeld() });
   const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
     storage, transport, machine, scheduler: realScheduler, ...membersDeps(cluster),
     ...stampClockDeps(cluster, metrics, logger),

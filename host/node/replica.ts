@@ -73,6 +73,8 @@ import type {
 
 /** Entry bytes per append and bytes per snapshot chunk: the peer link's frame bound follows
  * from them (`assertFrameBound`). */
+const NO_MEMBERS: readonly string[] = [];
+
 export const RAFT_FRAME_SETTINGS = {
   maxEntriesBytesPerAppend: 1024 * 1024,
   maxSnapshotChunkBytes: 1024 * 1024,
@@ -165,6 +167,11 @@ export interface ReplicaDeps {
    * null when none said.
    */
   readonly largestMemberState?: () => { readonly member: string; readonly bytes: number } | null;
+  /**
+   * The other members that say they hold back from catching up (cluster-status.ts): as
+   * leader, this node sends them heartbeats only.
+   */
+  readonly membersHoldingCatchUp?: () => readonly string[];
   /**
    * This node began to hold its leader's entries for want of memory (with why), or ended
    * (null): `refreshCatchUpHold`.
@@ -611,6 +618,21 @@ export class Replica implements KvService, MembersService {
       `of ${held} bytes; ${this.restoreRoomText()}`);
   }
 
+  /** True while this node holds back from catching up (`refreshCatchUpHold`). */
+  catchUpHeld(): boolean {
+    return this.catchUpHeldAt !== null;
+  }
+
+  /**
+   * Leader, once a tick: the members that hold back from catching up are sent heartbeats
+   * only. They would drop every entry and refuse every snapshot, and each heartbeat's answer
+   * would bring them another probe of up to 1 MiB: 19 MB a second to one such member.
+   */
+  private refreshReplicationPaused(): void {
+    if (this.core.leaderTerm() === -1) return;
+    this.core.setReplicationPaused(this.deps.membersHoldingCatchUp?.() ?? NO_MEMBERS);
+  }
+
   /**
    * Storage refused the bytes of snapshot `index` from the leader midway (its volume ran
    * out): nothing of it is left, and the core forgets it, so the leader sends it again from
@@ -954,6 +976,7 @@ export class Replica implements KvService, MembersService {
       this.core.tick();
       this.refreshStateBudget();
       this.refreshSnapshotRoom();
+      this.refreshReplicationPaused();
       // Writes held for a new leader's clock go out the tick it knows its voters' clocks.
       if (this.clockWait.tick(this.core.leaderTerm()) && this.writesAwaitingLeader.length > 0) {
         this.releaseAwaitingLeader();

@@ -64,6 +64,12 @@ export interface MemberStatus {
    * `refreshSnapshotRoom`). Null in a frame without it.
    */
   readonly stateBytes: number | null;
+  /**
+   * It holds back from catching up (its memory could not hold the state a member holds):
+   * its leader sends it heartbeats only (replica.ts, `refreshCatchUpHold`). False in a frame
+   * without it.
+   */
+  readonly catchUpHeld: boolean;
 }
 
 const utf8 = new TextEncoder();
@@ -94,7 +100,7 @@ export function encodeStatusFrame(status: MemberStatus): Uint8Array {
     term: status.term, commitIndex: status.commitIndex, appliedIndex: status.appliedIndex,
     digest: status.digest, url: status.url, sentAtMs: status.sentAtMs,
     storageFull: status.storageFull, stateBytesMax: status.stateBytesMax,
-    stateBytes: status.stateBytes,
+    stateBytes: status.stateBytes, catchUpHeld: status.catchUpHeld,
   }));
   if (json.length + 2 > STATUS_FRAME_BYTES_MAX) throw new Error('status frame: too large');
   const frame = new Uint8Array(json.length + 2);
@@ -142,6 +148,8 @@ function validStatus(value: unknown): MemberStatus | null {
   if (stateBytesMax !== null && (!isIndex(stateBytesMax) || stateBytesMax === 0)) return null;
   const stateBytes = v.stateBytes ?? null;
   if (stateBytes !== null && !isIndex(stateBytes)) return null;
+  const catchUpHeld = v.catchUpHeld ?? false;
+  if (typeof catchUpHeld !== 'boolean') return null;
   if (!isMemberId(id) || typeof status !== 'string' || !NODE_STATES.has(status)) return null;
   if (typeof role !== 'string' || !ROLE_PATTERN.test(role)) return null;
   if (leader !== null && !isMemberId(leader)) return null;
@@ -152,5 +160,5 @@ function validStatus(value: unknown): MemberStatus | null {
   }
   if (typeof url !== 'string' || !isStatusUrl(url)) return null;
   return { id, status, role, leader, term, commitIndex, appliedIndex, digest, url, sentAtMs,
-    storageFull, stateBytesMax, stateBytes };
+    storageFull, stateBytesMax, stateBytes, catchUpHeld };
 }

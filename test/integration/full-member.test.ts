@@ -8,13 +8,13 @@
  * smaller memory budget (HIVEKV_MAX_STATE_BYTES): every member holds the same state, so all
  * refuse writes that grow it past the smallest budget among them (503 `memory_full`).
  */
-import { statfsSync } from 'node:fs';
+import { readFileSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   call, kv, removeDir, startNode, tempDir, UNLIMITED_RATES, type NodeProcess,
 } from '../helpers/node-process.js';
-import { agreedLeader, memberPorts, peersFlag, waitFor } from '../helpers/cluster.js';
+import { agreedLeader, memberPorts, peersFlag, sleep, waitFor } from '../helpers/cluster.js';
 import { makeMemoryCgroup } from '../helpers/memory-cgroup.js';
 
 const WAIT_MS = 20_000;
@@ -116,6 +116,11 @@ describe('a member with a smaller memory budget', () => {
     }, 90_000);
 });
 
+/** Bytes process `pid` has read, from sockets and files (/proc/<pid>/io `rchar`). */
+function bytesRead(pid: number): number {
+  return Number(/^rchar: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))![1]);
+}
+
 describe('a member with less memory than the state', () => {
   // 256 MiB for n3's process: it restores at most half of it, and the state is 180 MB.
   const cgroup = makeMemoryCgroup('hivekv-small-member', 256 * MIB);
@@ -168,6 +173,12 @@ describe('a member with less memory than the state', () => {
     });
     expect(outcome).toBe('held');
     expect((await call(small.url, 'GET', '/health')).status).toBe(200);
+    // Once its status says it holds back, the leader sends it heartbeats only: it had been
+    // sent a probe of up to 1 MiB at each heartbeat's answer, about 19 MB a second.
+    await sleep(2500);
+    const readBefore = bytesRead(small.pid);
+    await sleep(3000);
+    expect((bytesRead(small.pid) - readBefore) / 3).toBeLessThan(1_000_000);
     // Restarted with the machine's memory, n3 catches up.
     expect(await small.stop()).toBe(0);
     const roomy = await start('n3');

@@ -22,7 +22,7 @@ import { testSeed } from '../helpers/seed.js';
 const status: MemberStatus = {
   id: 'n2', status: 'ok', role: 'follower', leader: 'n1', term: 4, commitIndex: 90,
   appliedIndex: 88, digest: null, url: 'http://127.0.0.1:6633', sentAtMs: 1_790_000_000_000,
-  storageFull: false, stateBytesMax: 2_684_354_560, stateBytes: 1_048_576,
+  storageFull: false, stateBytesMax: 2_684_354_560, stateBytes: 1_048_576, catchUpHeld: false,
 };
 
 function frameOf(value: unknown): Uint8Array {
@@ -53,13 +53,14 @@ describe('status frame', () => {
       { digest: 'has space' }, { digest: 'x'.repeat(129) }, { leader: 7 },
       { appliedIndex: 2 ** 53 }, { sentAtMs: '1' }, { storageFull: 'yes' },
       { stateBytesMax: 0 }, { stateBytesMax: -5 }, { stateBytesMax: '1' },
-      { stateBytes: -1 }, { stateBytes: 0.5 }, { stateBytes: '7' }]) {
+      { stateBytes: -1 }, { stateBytes: 0.5 }, { stateBytes: '7' }, { catchUpHeld: 1 }]) {
       expect(decodeStatusFrame(frameOf({ ...status, ...bad })), JSON.stringify(bad)).toBeNull();
     }
     // A release before `storageFull` sends none: not full.
-    const { storageFull: _, stateBytesMax: __, stateBytes: ___, ...earlier } = status;
-    expect(decodeStatusFrame(frameOf(earlier)))
-      .toEqual({ ...status, storageFull: false, stateBytesMax: null, stateBytes: null });
+    const { storageFull: _, stateBytesMax: __, stateBytes: ___, catchUpHeld: ____, ...earlier } =
+      status;
+    expect(decodeStatusFrame(frameOf(earlier))).toEqual({ ...status, storageFull: false,
+      stateBytesMax: null, stateBytes: null, catchUpHeld: false });
     expect(decodeStatusFrame(frameOf([status]))).toBeNull();
     expect(decodeStatusFrame(frameOf(null))).toBeNull();
   });
@@ -246,6 +247,18 @@ describe('cluster status', () => {
     scheduler.monotonic += 1000;
     // n2 unheard for 3 s: down, its state no longer counts.
     expect(cluster.largestState()).toEqual({ member: 'n3', bytes: 5 });
+  });
+
+  it('sends whether it holds back from catching up, and names the members that do', () => {
+    const { cluster, scheduler, sent } = harness();
+    cluster.start('http://127.0.0.1:6632');
+    expect(decodeStatusFrame(sent[0]![1])?.catchUpHeld).toBe(false);
+    cluster.stop();
+    cluster.accept('n2', statusFrom('n2', { catchUpHeld: true }));
+    cluster.accept('n3', statusFrom('n3'));
+    expect(cluster.membersHoldingCatchUp()).toEqual(['n2']);
+    scheduler.monotonic += STATUS_STALE_MS + 1;
+    expect(cluster.membersHoldingCatchUp()).toEqual([]);
   });
 
   it('keeps the last status of each member; it is down once older than the bound', () => {

@@ -313,6 +313,29 @@ describe('§5.3 log replication', () => {
     c.tickAll(3);
     expect(appliedTexts(c, 'n3')).toEqual(appliedTexts(c, 'n1'));
   });
+
+  it('a member whose replication is paused gets heartbeats only, and catches up after', () => {
+    const c = new Cluster(THREE);
+    c.campaign('n1');
+    c.crash('n3');
+    for (let i = 0; i < 5; i++) c.raft('n1').propose(bytes(`w${i}`), i);
+    c.tickAll(2);
+    c.raft('n1').setReplicationPaused(['n3']);
+    c.restart('n3');
+    const toN3: string[] = [];
+    c.onDeliver = (m) => { if (m.to === 'n3') toN3.push(m.type); };
+    c.tickAll(10);
+    // Heartbeats only, answered; the others commit without it.
+    expect(new Set(toN3)).toEqual(new Set(['heartbeat']));
+    expect(toN3.length).toBeGreaterThanOrEqual(10);
+    expect(appliedTexts(c, 'n3')).toEqual([]);
+    c.raft('n1').propose(bytes('w5'), 5);
+    c.tickAll(2);
+    expect(appliedTexts(c, 'n2')).toHaveLength(6);
+    c.raft('n1').setReplicationPaused([]);
+    c.tickAll(3);
+    expect(appliedTexts(c, 'n3')).toEqual(appliedTexts(c, 'n1'));
+  });
 });
 
 describe('§5.3 with a commit index on disk', () => {

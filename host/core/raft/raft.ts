@@ -211,6 +211,14 @@ export interface RaftCore {
    * each time waiting twice as long as the last (up to SNAPSHOT_STALL_BACKOFF_MAX).
    */
   setSnapshotRoom(bytes: number): void;
+  /**
+   * Leader: the members it sends no entries and no snapshot to, heartbeats only (default
+   * none; each call replaces the last). A member whose memory could not hold the state holds
+   * back from catching up and drops what it is sent, so sending it would be for nothing: a
+   * probe of up to maxEntriesBytesPerAppend on every heartbeat's answer. Once out of the
+   * set, it is sent what it lacks at its next heartbeat's answer.
+   */
+  setReplicationPaused(members: readonly string[]): void;
   /** The last snapshot refused for want of room, with how many were; null: none yet. */
   lastSnapshotRefusal(): SnapshotRefusal | null;
   /**
@@ -344,6 +352,8 @@ class Raft implements RaftCore {
   private incoming: IncomingSnapshot | null = null;
   /** Follower: the largest snapshot storage can take now (`setSnapshotRoom`). */
   private snapshotRoomBytes = Number.POSITIVE_INFINITY;
+  /** Leader: members sent heartbeats only (`setReplicationPaused`). */
+  private replicationPaused: ReadonlySet<string> = new Set();
   private snapshotRefusal: SnapshotRefusal | null = null;
   /** Steps of the incoming snapshot for the next Ready. */
   private receivedSnapshot: ReceivedSnapshotStep[] = [];
@@ -522,6 +532,12 @@ class Raft implements RaftCore {
   setSnapshotRoom(bytes: number): void {
     raftAssert(bytes >= 0, 'negative snapshot room');
     this.snapshotRoomBytes = bytes;
+  }
+
+  setReplicationPaused(members: readonly string[]): void {
+    const same = members.length === this.replicationPaused.size &&
+      members.every((member) => this.replicationPaused.has(member));
+    if (!same) this.replicationPaused = new Set(members);
   }
 
   lastSnapshotRefusal(): SnapshotRefusal | null {
@@ -1199,6 +1215,10 @@ class Raft implements RaftCore {
 
   private sendAppend(to: string, pr: Progress, allowEmpty: boolean): boolean {
     if (pr.isPaused(this.config.maxInflightAppends)) return false;
+    if (this.replicationPaused.size > 0 && this.replicationPaused.has(to)) {
+      mark('append-not-sent-to-paused');
+      return false;
+    }
     if (pr.nextIndex < this.log.firstIndex()) return this.startSnapshot(to, pr);
     const prevLogIndex = pr.nextIndex - 1;
     const prevLogTerm = this.log.term(prevLogIndex);
@@ -1347,6 +1367,7 @@ class Raft implements RaftCore {
     for (const [voter, pr] of this.progress) {
       const transfer = pr.transfer;
       if (pr.state !== 'snapshot' || transfer === null) continue;
+      if (this.replicationPaused.has(voter)) continue;
       transfer.idleTicks++;
       if (transfer.idleTicks < stallTicks * 2 ** transfer.stalls) continue;
       if (transfer.meta.index < this.log.snapshot.index && this.snapshotDataBytes !== null) {
