@@ -296,6 +296,13 @@ function reportSnapshot(metrics: NodeMetrics,
   };
 }
 
+/** What a member too small for the state, and its leader, say of it (replica.ts). */
+function catchUpReports(logger: Logger):
+  Pick<ReplicaDeps, 'onCatchUpHeld' | 'onReplicationPaused'> {
+  return { onCatchUpHeld: (detail) => reportCatchUpHeld(logger, detail),
+    onReplicationPaused: (member, paused) => reportReplicationPaused(logger, member, paused) };
+}
+
 /** A follower that holds its leader's entries for want of memory says so, and when it ends. */
 function reportCatchUpHeld(logger: Logger, detail: string | null): void {
   if (detail === null) {
@@ -305,6 +312,16 @@ function reportCatchUpHeld(logger: Logger, detail: string | null): void {
   logger.warn({ detail }, 'the leader\'s entries held for want of memory: its state is ' +
     'larger than this node can hold. This node stays behind its leader; give the process ' +
     'more memory, or remove this member');
+}
+
+/** A leader that sends a member heartbeats only, because it holds back, says so. */
+function reportReplicationPaused(logger: Logger, member: string, paused: boolean): void {
+  if (paused) {
+    logger.warn({ member }, `${member} holds back from catching up for want of memory: ` +
+      'it is sent heartbeats only, and stays behind until it has the memory or is removed');
+  } else {
+    logger.info({ member }, `${member} catches up again: it is sent the log`);
+  }
 }
 
 /** Runs one node with `config` until SIGTERM or SIGINT; exits the process when it ends. */
@@ -344,7 +361,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
     onSnapshot: reportSnapshot(metrics, logger), onStartPhase: startup.mark,
-    onCatchUpHeld: (detail) => reportCatchUpHeld(logger, detail) });
+    ...catchUpReports(logger) });
   await replica.start();
   watchSpace(storage, metrics);
   const http = await startHttpServer({

@@ -172,6 +172,8 @@ export interface ReplicaDeps {
    * leader, this node sends them heartbeats only.
    */
   readonly membersHoldingCatchUp?: () => readonly string[];
+  /** As leader, this node began (true) or ended sending `member` heartbeats only. */
+  readonly onReplicationPaused?: (member: string, paused: boolean) => void;
   /**
    * This node began to hold its leader's entries for want of memory (with why), or ended
    * (null): `refreshCatchUpHold`.
@@ -379,6 +381,8 @@ export class Replica implements KvService, MembersService {
    * them.
    */
   private catchUpHeldAt: number | null = null;
+  /** Leader: the members it sends heartbeats only, as last told to the core. */
+  private replicationPaused: ReadonlySet<string> = new Set();
   /** Why the last snapshot this node began was not taken for want of room; null if it was. */
   private snapshotNoRoom: string | null = null;
   /** A new leader stamps nothing until it knows a majority of the voters' clocks. */
@@ -630,7 +634,17 @@ export class Replica implements KvService, MembersService {
    */
   private refreshReplicationPaused(): void {
     if (this.core.leaderTerm() === -1) return;
-    this.core.setReplicationPaused(this.deps.membersHoldingCatchUp?.() ?? NO_MEMBERS);
+    const holding = this.deps.membersHoldingCatchUp?.() ?? NO_MEMBERS;
+    this.core.setReplicationPaused(holding);
+    const paused = this.replicationPaused;
+    if (holding.length === 0 && paused.size === 0) return;
+    for (const member of holding) {
+      if (!paused.has(member)) this.deps.onReplicationPaused?.(member, true);
+    }
+    for (const member of paused) {
+      if (!holding.includes(member)) this.deps.onReplicationPaused?.(member, false);
+    }
+    this.replicationPaused = new Set(holding);
   }
 
   /**
