@@ -7,7 +7,9 @@
  */
 import { useRef, useState } from 'preact/hooks';
 import type { Api, Refusal, Settings } from './api.js';
-import { formatAge, formatCount, shortDigest, stateText, timeOfDay } from './format.js';
+import {
+  formatAge, formatCount, memberMarks, shortDigest, stateText, timeOfDay,
+} from './format.js';
 import { usePoll } from './hooks.js';
 import { RefusalBox } from './widgets.js';
 
@@ -27,6 +29,8 @@ export interface MemberStatusView {
   readonly stateBytesMax?: number | null;
   /** The state it holds (null: unsaid). */
   readonly stateBytes?: number | null;
+  /** It holds back from catching up: its memory could not hold the state (absent: no). */
+  readonly catchUpHeld?: boolean;
 }
 
 export interface MemberView {
@@ -93,9 +97,8 @@ function MemberRow({ member, isLeader }: { member: MemberView; isLeader: boolean
       class={`state-${member.state}${isLeader ? ' leader' : ''}`}>
       <th scope="row">{member.id}{member.self ? <span class="tag">this node</span> : null}</th>
       <td><span class={`badge ${member.state}`} data-test="member-state">{member.state}</span>
-        {' '}{s?.storageFull === true ? <span class="badge down" data-test="member-disk-full"
-          title="below HIVEKV_MIN_FREE_BYTES free: every member refuses writes">disk full</span>
-          : null}
+        {memberMarks(s).map((mark) => <span key={mark.test} class="badge down mark"
+          data-test={mark.test} title={mark.title}>{mark.text}</span>)}
         <span class="muted"> {age}</span></td>
       <td data-test="member-role">{s?.role ?? '—'}{s !== null && s.status !== 'ok'
         ? ` (${s.status})` : ''}{member.state === 'down'

@@ -55,3 +55,27 @@ export function stateText(status: { readonly stateBytes?: number | null;
   const held = bytes === null ? '?' : formatBytes(bytes);
   return max === null ? held : `${held} of ${formatBytes(max)}`;
 }
+
+/** A mark beside a member's health: something it says that holds the cluster's writes. */
+export interface MemberMark {
+  readonly text: string;
+  readonly title: string;
+  /** Its `data-test` name. */
+  readonly test: string;
+}
+
+/** The marks a member's status calls for: a disk low on space, a catch-up held back. */
+export function memberMarks(status: { readonly storageFull?: boolean;
+  readonly catchUpHeld?: boolean } | null): MemberMark[] {
+  const marks: MemberMark[] = [];
+  if (status?.storageFull === true) {
+    marks.push({ text: 'disk full', test: 'member-disk-full',
+      title: 'below HIVEKV_MIN_FREE_BYTES free: every member refuses writes' });
+  }
+  if (status?.catchUpHeld === true) {
+    marks.push({ text: 'held back: memory', test: 'member-held',
+      title: 'its memory could not hold the state: it takes nothing from the leader, and ' +
+        'stays behind until it has the memory or is removed' });
+  }
+  return marks;
+}

@@ -4,7 +4,7 @@
  * between two scrapes, including a node restart between them.
  */
 import { describe, expect, it } from 'vitest';
-import { stateText } from '../../console/src/format.js';
+import { memberMarks, stateText } from '../../console/src/format.js';
 import { parseLine, parsePrometheus, SAMPLES_MAX } from '../../console/src/prometheus.js';
 import {
   History, HISTORY_POINTS_MAX, pointBetween, quantile, REASON_SERIES_MAX, summarize,
@@ -109,5 +109,16 @@ describe('a member\'s state in the cluster view', () => {
     expect(stateText({ ...status, stateBytes: null, stateBytesMax: 2 ** 20 })).toBe('? of 1.0 MiB');
     expect(stateText(status)).toBe('—');
     expect(stateText(null)).toBe('—');
+  });
+});
+
+describe('the marks beside a member\'s health', () => {
+  it('marks a disk low on space and a catch-up held back, and nothing else', () => {
+    expect(memberMarks(null)).toEqual([]);
+    expect(memberMarks({ storageFull: false, catchUpHeld: false })).toEqual([]);
+    expect(memberMarks({}).length).toBe(0);
+    expect(memberMarks({ storageFull: true }).map((m) => m.text)).toEqual(['disk full']);
+    expect(memberMarks({ storageFull: true, catchUpHeld: true }).map((m) => m.test))
+      .toEqual(['member-disk-full', 'member-held']);
   });
 });
