@@ -123,8 +123,10 @@ async function main(): Promise<number> {
   const replaced = results.reduce((sum, r) => sum + r.nodesReplaced, 0);
   const churn = results.filter((r) => r.profile === 'churn').length;
   const refused = results.reduce((sum, r) => sum + r.snapshotsRefused, 0);
+  const holds = results.reduce((sum, r) => sum + r.catchUpHolds, 0);
   console.log(`${changes} membership changes, ${replaced} damaged nodes replaced, ` +
-    `${churn} churn-profile seeds, ${refused} snapshots refused for want of room`);
+    `${churn} churn-profile seeds, ${refused} snapshots refused for want of room, ` +
+    `${holds} catch-ups held for want of memory`);
   console.log(`${results.length - failed.length} passed, ${failed.length} failed`);
   return failed.length > 0 ? 1 : 0;
 }

@@ -19,12 +19,15 @@ import type { CallOutcome, KvCall } from '../../host/machine/commands.js';
 import { outcomeOf } from '../model/answers.js';
 import { execute } from '../../host/node/service.js';
 import { StateMachine } from '../../host/machine/state-machine.js';
-import { Replica, type ReplicaOptions } from '../../host/node/replica.js';
+import { Replica, type ReplicaDeps, type ReplicaOptions } from '../../host/node/replica.js';
 import type { TimerHandle } from '../../host/node/scheduler.js';
 import type { ServiceResult } from '../../host/node/service.js';
 import { StorageCorruptionError } from '../../host/storage/storage.js';
 import { Checkers } from './checkers.js';
 import type { Faults } from './faults.js';
+import {
+  type MemorySpells, SIM_RESTORE_ROOM_BYTES, SPELL_STATE_BYTES,
+} from './memory-spells.js';
 import { SimNetwork } from './network.js';
 import type { SimRandom } from './random.js';
 import { NodeClock, SimScheduler } from './scheduler.js';
@@ -110,6 +113,10 @@ export class SimCluster {
   checkpointsPassed = 0;
   /** Snapshots from a leader that a follower refused for want of room (`disk.no-room`). */
   snapshotsRefused = 0;
+  /** Spells of too little memory for the state (memory-spells.ts); none when null. */
+  memorySpells: MemorySpells | null = null;
+  /** Times a node began to hold back from catching up, in a spell. */
+  catchUpHolds = 0;
   /** Fired when a node refuses to start on damaged files (the operator replaces it). */
   onLost: ((node: SimNode) => void) | null = null;
   /** May this node's next recovery find damaged files? The operator's budget decides. */
@@ -126,6 +133,34 @@ export class SimCluster {
     this.network.onSend = (from, to, frame) => this.onSend(from, to, frame);
     this.initialIds = [...ids];
     for (const id of ids) this.nodes.push(new SimNode(id, new SimDisk(id, rng), false));
+  }
+
+  /**
+   * What a node learns of the others' states and holds, as their statuses would say, but at
+   * once: in a spell some member holds more than it can restore; as leader, the running
+   * nodes that hold back are sent heartbeats only.
+   */
+  private memoryDeps(node: SimNode): Pick<ReplicaDeps, 'largestMemberState' |
+    'membersHoldingCatchUp' | 'onCatchUpHeld' | 'onReplicationPaused'> {
+    return {
+      largestMemberState: () => {
+        const spells = this.memorySpells;
+        if (spells === null) return null;
+        const inSpell = spells.inSpell(node.id, this.scheduler.elapsedUs(), (lengthUs) =>
+          this.trace.log(node.id, `too little memory for the state for ` +
+            `${Math.ceil(lengthUs / 1000)} ms`));
+        return inSpell ? { member: 'sim', bytes: SPELL_STATE_BYTES } : null;
+      },
+      membersHoldingCatchUp: () => this.nodes.filter((other) => other !== node &&
+        other.inc?.running === true && other.inc.replica.catchUpHeld()).map((n) => n.id),
+      onCatchUpHeld: (detail) => {
+        if (detail !== null) this.catchUpHolds++;
+        this.trace.log(node.id, detail === null ? 'catches up again'
+          : `holds back from catching up: ${detail}`);
+      },
+      onReplicationPaused: (member, paused) => this.trace.log(node.id, paused
+        ? `sends ${member} heartbeats only` : `sends ${member} the log again`),
+    };
   }
 
   /** A new empty node that waits to be added (`serve --join`); not started yet. */
@@ -181,6 +216,7 @@ export class SimCluster {
       maxEntriesBytesPerAppend: this.settings.maxEntriesBytesPerAppend,
       maxInflightAppends: this.settings.maxInflightAppends,
       maxSnapshotChunkBytes: this.settings.maxSnapshotChunkBytes,
+      restoreRoomBytes: SIM_RESTORE_ROOM_BYTES,
     };
     let inc: Incarnation | null = null;
     const replica = new Replica(options, {
@@ -192,6 +228,7 @@ export class SimCluster {
         if (event.kind === 'refused') this.snapshotsRefused++;
         this.trace.log(node.id, `snapshot ${event.index} ${event.kind}: ${event.detail ?? ''}`);
       },
+      ...this.memoryDeps(node),
     });
     inc = { replica, clock, storage, machine, running: false };
     node.inc = inc;

@@ -15,6 +15,7 @@ import { roleOf } from '../../host/core/raft/configuration.js';
 import {
   CHURN_PROFILE_CHANCE, Faults, FAULT_NAMES, type FaultName, type FaultProfile,
 } from './faults.js';
+import { MemorySpells } from './memory-spells.js';
 import { Operator } from './operator.js';
 import { checkHistory, describeOp, type HistoryOp } from './linearizability.js';
 import { SimRandom } from './random.js';
@@ -44,6 +45,8 @@ export interface RunOptions {
   readonly profile?: FaultProfile;
   /** Exactly these fault rates (a test of one scenario), instead of a mix drawn per seed. */
   readonly faultRates?: Partial<Record<FaultName, number>>;
+  /** Exactly this rate of memory spells per check (memory-spells.ts); drawn when absent. */
+  readonly memorySpellRate?: number;
 }
 
 export const DEFAULT_RUN: Omit<RunOptions, 'seed' | 'nodeCount'> = {
@@ -70,6 +73,8 @@ export interface RunResult {
   readonly checkpointsPassed: number;
   /** Snapshots from a leader a follower refused for want of room (`disk.no-room`). */
   readonly snapshotsRefused: number;
+  /** Times a node held back from catching up, in a spell of too little memory. */
+  readonly catchUpHolds: number;
   readonly profile: FaultProfile;
   readonly faults: string;
   readonly faultHits: ReadonlyMap<FaultName, number>;
@@ -172,6 +177,7 @@ class Run {
       ...this.replicationSettings(),
     });
     this.cluster = cluster;
+    cluster.memorySpells = new MemorySpells(options.seed, this.faults, options.memorySpellRate);
     cluster.onCrash = (id) => this.onCrash(id);
     this.operator = new Operator(cluster, this.planRng, this.faults, this.trace);
   }
@@ -230,6 +236,7 @@ class Run {
       supervisorRestarts: this.cluster.supervisorRestarts,
       checkpointsPassed: this.cluster.checkpointsPassed,
       snapshotsRefused: this.cluster.snapshotsRefused,
+      catchUpHolds: this.cluster.catchUpHolds,
       profile: this.faults.profile,
       faults: this.faults.describe(), faultHits: this.faults.hitCounts(),
       inconclusiveKeys: this.inconclusive,
