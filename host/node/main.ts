@@ -188,7 +188,10 @@ function noteMachine(logger: Logger, config: NodeConfig): void {
   }
 }
 
-/** Free space in /metrics; a node that starts short of it says so now, not at its first write. */
+/**
+ * Free space and slow fsyncs on the loop in /metrics; a node that starts short of space says
+ * so now, not at its first write.
+ */
 function watchSpace(storage: FileStorage, metrics: NodeMetrics): void {
   metrics.readSlowLoopSyncsFrom(() => storage.slowLoopSyncs);
   storage.isLowOnSpace();

@@ -381,7 +381,11 @@ export class Replica implements KvService, MembersService {
    * them.
    */
   private catchUpHeldAt: number | null = null;
-  /** Leader: the members it sends heartbeats only, as last told to the core. */
+  /**
+   * Leader: the members it sends heartbeats only, as last told to the core. A node that
+   * stops leading keeps it, as its core does (it sends appends only as leader); the first
+   * tick of a later term brings both up to date.
+   */
   private replicationPaused: ReadonlySet<string> = new Set();
   /** Why the last snapshot this node began was not taken for want of room; null if it was. */
   private snapshotNoRoom: string | null = null;
@@ -635,16 +639,14 @@ export class Replica implements KvService, MembersService {
   private refreshReplicationPaused(): void {
     if (this.core.leaderTerm() === -1) return;
     const holding = this.deps.membersHoldingCatchUp?.() ?? NO_MEMBERS;
-    this.core.setReplicationPaused(holding);
     const paused = this.replicationPaused;
-    if (holding.length === 0 && paused.size === 0) return;
-    for (const member of holding) {
-      if (!paused.has(member)) this.deps.onReplicationPaused?.(member, true);
-    }
-    for (const member of paused) {
-      if (!holding.includes(member)) this.deps.onReplicationPaused?.(member, false);
-    }
+    const begun = holding.filter((member) => !paused.has(member));
+    const ended = [...paused].filter((member) => !holding.includes(member));
+    if (begun.length === 0 && ended.length === 0) return;
     this.replicationPaused = new Set(holding);
+    this.core.setReplicationPaused(holding);
+    for (const member of begun) this.deps.onReplicationPaused?.(member, true);
+    for (const member of ended) this.deps.onReplicationPaused?.(member, false);
   }
 
   /**

@@ -59,9 +59,9 @@ export interface MemberStatus {
    */
   readonly stateBytesMax: number | null;
   /**
-   * The state it holds now, in bytes as the budget counts them: a follower behind its leader
-   * takes the leader's snapshot only if it can hold that state (replica.ts,
-   * `refreshSnapshotRoom`). Null in a frame without it.
+   * The state it holds now, in bytes as the budget counts them: a follower behind takes
+   * neither snapshots nor entries while a member holds more than it can restore (replica.ts,
+   * `refreshCatchUpHold`). Null in a frame without it.
    */
   readonly stateBytes: number | null;
   /**

@@ -75,11 +75,9 @@ export interface FileStorageOptions {
   /** How free bytes are read (default: statfs of the data directory); tests pass their own. */
   readonly readFreeBytes?: (dir: string) => number;
   /**
-   * Two fsyncs on the event loop in a row that take longer than this (ms, default
-   * LOOP_SYNC_SLOW_MS) send every fsync to the thread pool for `loopSyncPauseMs` (default
-   * LOOP_SYNC_PAUSE_MS).
+   * How long two slow fsyncs on the event loop in a row (LOOP_SYNC_SLOW_MS) send every fsync
+   * to the thread pool (ms, default LOOP_SYNC_PAUSE_MS).
    */
-  readonly loopSyncSlowMs?: number;
   readonly loopSyncPauseMs?: number;
 }
 
@@ -155,7 +153,6 @@ export class FileStorage implements Storage {
   private readonly readFreeBytes: (dir: string) => number;
   /** Open, verified snapshot files, by index, least recently used first. */
   private readonly readers = new Map<number, Promise<SnapshotFileReader>>();
-  private readonly loopSyncSlowMs: number;
   private readonly loopSyncPauseMs: number;
   /** No fsync runs on the loop before this (performance.now()): one there was slow. */
   private loopSyncPausedUntilMs = Number.NEGATIVE_INFINITY;
@@ -176,7 +173,6 @@ export class FileStorage implements Storage {
     this.readFreeBytes = options.readFreeBytes ?? freeBytesOf;
     this.minFreeBytes = options.minFreeBytes ?? MIN_FREE_BYTES_DEFAULT;
     assertSafeU64(this.minFreeBytes, 'minFreeBytes');
-    this.loopSyncSlowMs = options.loopSyncSlowMs ?? LOOP_SYNC_SLOW_MS;
     this.loopSyncPauseMs = options.loopSyncPauseMs ?? LOOP_SYNC_PAUSE_MS;
     this.wal = new Wal(this.walDir, options.segmentBytesMax ?? SEGMENT_BYTES_DEFAULT, this.observe,
       options.preallocate ?? true);
@@ -361,7 +357,7 @@ export class FileStorage implements Storage {
 
   /** Counts a slow fsync on the loop; the second in a row pauses the loop's fsyncs. */
   private timeLoopSync(startMs: number, endMs: number): void {
-    if (endMs - startMs <= this.loopSyncSlowMs) {
+    if (endMs - startMs <= LOOP_SYNC_SLOW_MS) {
       this.slowLoopSyncsInARow = 0;
       return;
     }

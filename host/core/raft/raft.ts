@@ -535,9 +535,7 @@ class Raft implements RaftCore {
   }
 
   setReplicationPaused(members: readonly string[]): void {
-    const same = members.length === this.replicationPaused.size &&
-      members.every((member) => this.replicationPaused.has(member));
-    if (!same) this.replicationPaused = new Set(members);
+    this.replicationPaused = new Set(members);
   }
 
   lastSnapshotRefusal(): SnapshotRefusal | null {
