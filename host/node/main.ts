@@ -382,9 +382,6 @@ export async function serve(config: NodeConfig): Promise<void> {
   cluster.start(url);
   watchNode(metrics, logger, replica, machine, http);
   watchDescriptors(http, metrics, logger);
-  logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
-    peers: config.peers.length, join: config.join, url, console: `${url}/console`, clusterId:
-    clusterId.id, tls: config.tls !== null, startup: startup.end('serving') }, 'serving');
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -395,8 +392,13 @@ export async function serve(config: NodeConfig): Promise<void> {
       process.exit(0);
     }, fatal);
   };
+  // The handlers go in before `serving` is said: a supervisor (or a test) that stops the node
+  // the moment it reads that line must get the graceful stop, not the default of the signal.
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
+    peers: config.peers.length, join: config.join, url, console: `${url}/console`, clusterId:
+    clusterId.id, tls: config.tls !== null, startup: startup.end('serving') }, 'serving');
 }
 
 /** The gauges refreshed on a timer or read at each scrape, and the loop's stalls. */
