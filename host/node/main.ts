@@ -382,23 +382,30 @@ export async function serve(config: NodeConfig): Promise<void> {
   cluster.start(url);
   watchNode(metrics, logger, replica, machine, http);
   watchDescriptors(http, metrics, logger);
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  // The handlers go in before `serving` is said: a supervisor (or a test) that stops the node
+  // the moment it reads that line must get the graceful stop, not the default of the signal.
+  onStopSignals((signal) => {
     cluster.stop();
     void stop(signal, replica, http, logger).then(() => {
       releaseLock();
       process.exit(0);
     }, fatal);
-  };
-  // The handlers go in before `serving` is said: a supervisor (or a test) that stops the node
-  // the moment it reads that line must get the graceful stop, not the default of the signal.
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  });
   logger.info({ id: config.id, host: config.host, port: http.port, data: dataDir,
     peers: config.peers.length, join: config.join, url, console: `${url}/console`, clusterId:
     clusterId.id, tls: config.tls !== null, startup: startup.end('serving') }, 'serving');
+}
+
+/** Calls `shutdown` once, on the first SIGTERM or SIGINT; a second signal changes nothing. */
+function onStopSignals(shutdown: (signal: string) => void): void {
+  let stopping = false;
+  const once = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    shutdown(signal);
+  };
+  process.on('SIGTERM', () => once('SIGTERM'));
+  process.on('SIGINT', () => once('SIGINT'));
 }
 
 /** The gauges refreshed on a timer or read at each scrape, and the loop's stalls. */
