@@ -17,6 +17,7 @@ export default defineConfig({
         include: ['test/{unit,model,sim,interaction}/**/*.test.ts'],
         sequence: { groupOrder: 0 } } },
       { test: { ...SHARED, name: 'processes', maxWorkers: 2,
+        setupFiles: ['test/helpers/stop-started.ts'],
         include: ['test/**/*.test.ts'],
         exclude: ['test/{unit,model,sim,interaction}/**', '**/node_modules/**'],
         sequence: { groupOrder: 1 } } },

@@ -86,6 +86,28 @@ function waitForServing(child: ChildProcess, getOutput: () => string): Promise<n
   });
 }
 
+/**
+ * Every node this test file started that has not exited yet. A test that fails while it
+ * starts a cluster (one node of three refused to start, and `Promise.all` rejected) has no
+ * handle on the others: they would outlive the file and hold its ports while the next file
+ * picks them (`stopStartedNodes`, test/helpers/stop-started.ts).
+ */
+const running = new Set<ChildProcess>();
+
+/** SIGKILLs every node this file started that is still running, and waits for each. */
+export async function stopStartedNodes(): Promise<number> {
+  const left = [...running];
+  await Promise.all(left.map((child) => new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolve();
+      return;
+    }
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  })));
+  return left.length;
+}
+
 export async function startNode(options: StartOptions): Promise<NodeProcess> {
   const args = ['bin/hivekv.js', 'serve', '--host', '127.0.0.1',
     '--port', String(options.port ?? 0), '--data', options.dataDir, ...(options.args ?? [])];
@@ -102,6 +124,8 @@ export async function startNode(options: StartOptions): Promise<NodeProcess> {
       ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   let output = '';
   const OUTPUT_CHARS_MAX = 1_000_000;
   const append = (chunk: Buffer) => {
