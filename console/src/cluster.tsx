@@ -23,14 +23,19 @@ export interface MemberStatusView {
   readonly digest: string | null;
   readonly url: string;
   readonly sentAt: string;
-  /** Below HIVEKV_MIN_FREE_BYTES free: every member refuses writes (absent: older nodes). */
+  /**
+   * Below HIVEKV_MIN_FREE_BYTES free: a voter makes every member refuse writes, a learner
+   * holds back (absent: older nodes).
+   */
   readonly storageFull?: boolean;
   /** Its memory budget; every member admits growth only up to the smallest (null: unsaid). */
   readonly stateBytesMax?: number | null;
   /** The state it holds (null: unsaid). */
   readonly stateBytes?: number | null;
-  /** It holds back from catching up: its memory could not hold the state (absent: no). */
+  /** It holds back from catching up (absent: no). */
   readonly catchUpHeld?: boolean;
+  /** What for: `memory`, `space` or a later release's word (absent: memory, if held). */
+  readonly catchUpHeldFor?: string | null;
 }
 
 export interface MemberView {

@@ -66,16 +66,22 @@ export interface MemberMark {
 
 /** The marks a member's status calls for: a disk low on space, a catch-up held back. */
 export function memberMarks(status: { readonly storageFull?: boolean;
-  readonly catchUpHeld?: boolean } | null): MemberMark[] {
+  readonly catchUpHeld?: boolean; readonly catchUpHeldFor?: string | null } | null):
+  MemberMark[] {
   const marks: MemberMark[] = [];
   if (status?.storageFull === true) {
     marks.push({ text: 'disk full', test: 'member-disk-full',
-      title: 'below HIVEKV_MIN_FREE_BYTES free: every member refuses writes' });
+      title: 'below HIVEKV_MIN_FREE_BYTES free: if it is a voter, every member refuses ' +
+        'writes; a learner holds back from catching up instead' });
   }
   if (status?.catchUpHeld === true) {
-    marks.push({ text: 'held back: memory', test: 'member-held',
-      title: 'its memory could not hold the state: it takes nothing from the leader, and ' +
-        'stays behind until it has the memory or is removed' });
+    const want = status.catchUpHeldFor ?? 'memory';
+    marks.push({ text: `held back: ${want === 'space' ? 'disk' : want}`, test: 'member-held',
+      title: want === 'memory' ? 'its memory could not hold the state: it takes nothing ' +
+        'from the leader, and stays behind until it has the memory or is removed'
+        : want === 'space' ? 'a learner low on space: it takes nothing from the leader, ' +
+          'and stays behind until it has room or is removed'
+        : `it takes nothing from the leader for want of ${want}` });
   }
   return marks;
 }

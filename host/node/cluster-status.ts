@@ -45,8 +45,11 @@ export interface ClusterStatusDeps {
   readonly health: () => NodeHealth;
   /** Whether this node's data directory is below HIVEKV_MIN_FREE_BYTES free. */
   readonly storageFull: () => boolean;
-  /** Whether this node holds back from catching up for want of memory (default: never). */
-  readonly catchUpHeld?: () => boolean;
+  /**
+   * What this node holds back from catching up for (`memory`, `space`), or null while it
+   * does not (default: never).
+   */
+  readonly catchUpHeldFor?: () => string | null;
 }
 
 /** One member as `GET /api/v1/system/cluster` shows it. */
@@ -133,6 +136,7 @@ export class ClusterStatus {
   /** This node's own status now. */
   selfStatus(): MemberStatus {
     const health = this.deps.health();
+    const heldFor = this.deps.catchUpHeldFor?.() ?? null;
     return {
       id: this.selfId,
       status: health.status,
@@ -147,7 +151,8 @@ export class ClusterStatus {
       storageFull: this.deps.storageFull(),
       stateBytesMax: health.stateBytesMax,
       stateBytes: health.stateBytes,
-      catchUpHeld: this.deps.catchUpHeld?.() ?? false,
+      catchUpHeld: heldFor !== null,
+      catchUpHeldFor: heldFor,
     };
   }
 
@@ -199,20 +204,30 @@ export class ClusterStatus {
   }
 
   /**
-   * The other members whose last status, heard within STATUS_STALE_MS, says their data
-   * directory is low on free space. Every member replicates every entry, and a member out of
+   * The other voters whose last status, heard within STATUS_STALE_MS, says their data
+   * directory is low on free space. Every voter replicates every entry, and a voter out of
    * space stops on ENOSPC, so writes are refused on every member while one is (as etcd
-   * raises its NOSPACE alarm cluster-wide); a member down or unheard counts as not full.
+   * raises its NOSPACE alarm cluster-wide); a member down or unheard counts as not full. A
+   * learner low on space holds back from catching up instead (replica.ts,
+   * `refreshCatchUpHold`): nothing waits on it, and a node added on too small a volume must
+   * not stop the cluster's writes.
    */
   membersStorageFull(): readonly string[] {
     // Asked on every write: nothing is worked out or made while no member said it was full.
     if (this.storageFullCount === 0) return NONE;
     const now = this.deps.monotonicMs();
+    const voters = this.deps.voters();
     const full: string[] = [];
     for (const [id, heard] of this.heard) {
-      if (heard.status.storageFull && now - heard.receivedAtMs <= STATUS_STALE_MS) full.push(id);
+      if (heard.status.storageFull && now - heard.receivedAtMs <= STATUS_STALE_MS &&
+        voters.includes(id)) full.push(id);
     }
     return full;
+  }
+
+  /** What `member`'s last status says it holds back for, or null (not held, or unheard). */
+  catchUpHeldFor(member: string): string | null {
+    return this.heard.get(member)?.status.catchUpHeldFor ?? null;
   }
 
   /** Counts the statuses held that say their member's storage is full. */

@@ -299,29 +299,40 @@ function reportSnapshot(metrics: NodeMetrics,
   };
 }
 
-/** What a member too small for the state, and its leader, say of it (replica.ts). */
-function catchUpReports(logger: Logger):
+/**
+ * What a member that holds back from catching up (too little memory for the state, or a
+ * learner low on space), and its leader, say of it (replica.ts). `heldFor`: what a member's
+ * status says it holds back for.
+ */
+function catchUpReports(logger: Logger, heldFor: (member: string) => string | null):
   Pick<ReplicaDeps, 'onCatchUpHeld' | 'onReplicationPaused'> {
-  return { onCatchUpHeld: (detail) => reportCatchUpHeld(logger, detail),
-    onReplicationPaused: (member, paused) => reportReplicationPaused(logger, member, paused) };
+  return { onCatchUpHeld: (hold) => reportCatchUpHeld(logger, hold),
+    onReplicationPaused: (member, paused) =>
+      reportReplicationPaused(logger, member, paused, heldFor(member)) };
 }
 
-/** A follower that holds its leader's entries for want of memory says so, and when it ends. */
-function reportCatchUpHeld(logger: Logger, detail: string | null): void {
-  if (detail === null) {
+/** A follower that holds its leader's entries says so, and why, and when it ends. */
+function reportCatchUpHeld(logger: Logger,
+  hold: { readonly want: 'memory' | 'space'; readonly detail: string } | null): void {
+  if (hold === null) {
     logger.info({}, 'the leader\'s entries are taken again: this node catches up');
-    return;
+  } else if (hold.want === 'memory') {
+    logger.warn({ detail: hold.detail }, 'the leader\'s entries held for want of memory: its ' +
+      'state is larger than this node can hold. This node stays behind its leader; give the ' +
+      'process more memory, or remove this member');
+  } else {
+    logger.warn({ detail: hold.detail }, 'the leader\'s entries held for want of space: ' +
+      'this learner stays behind its leader; free space in its data directory, or remove it');
   }
-  logger.warn({ detail }, 'the leader\'s entries held for want of memory: its state is ' +
-    'larger than this node can hold. This node stays behind its leader; give the process ' +
-    'more memory, or remove this member');
 }
 
-/** A leader that sends a member heartbeats only, because it holds back, says so. */
-function reportReplicationPaused(logger: Logger, member: string, paused: boolean): void {
+/** A leader that sends a member heartbeats only, because it holds back, says so, and why. */
+function reportReplicationPaused(logger: Logger, member: string, paused: boolean,
+  heldFor: string | null): void {
   if (paused) {
-    logger.warn({ member }, `${member} holds back from catching up for want of memory: ` +
-      'it is sent heartbeats only, and stays behind until it has the memory or is removed');
+    const want = heldFor ?? 'memory';
+    logger.warn({ member, want }, `${member} holds back from catching up for want of ${want}: ` +
+      `it is sent heartbeats only, and stays behind until it has the ${want} or is removed`);
   } else {
     logger.info({ member }, `${member} catches up again: it is sent the log`);
   }
@@ -357,14 +368,14 @@ export async function serve(config: NodeConfig): Promise<void> {
     transport, scheduler: realScheduler, monotonicMs: () => performance.now(),
     members: (): readonly string[] => replica.members(), health: () => replica.health(),
     voters: (): readonly string[] => replica.voters(),
-    storageFull: () => replica.storageFull(), catchUpHeld: () => replica.catchUpHeld() });
+    storageFull: () => replica.storageFull(), catchUpHeldFor: () => replica.catchUpHeldFor() });
   const replica: Replica = new Replica(replicaOptions(config, clusterId.id), {
     storage, transport, machine, scheduler: realScheduler, ...membersDeps(cluster),
     ...stampClockDeps(cluster, metrics, logger),
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
     onSnapshot: reportSnapshot(metrics, logger), onStartPhase: startup.mark,
-    ...catchUpReports(logger) });
+    ...catchUpReports(logger, (member) => cluster.catchUpHeldFor(member)) });
   await replica.start();
   watchSpace(storage, metrics);
   const http = await startHttpServer({

@@ -75,6 +75,14 @@ import type {
  * from them (`assertFrameBound`). */
 const NO_MEMBERS: readonly string[] = [];
 
+/** Why a follower holds back from catching up (`Replica.refreshCatchUpHold`). */
+export type CatchUpHold =
+  | { readonly want: 'memory'; readonly stateBytes: number }
+  | { readonly want: 'space' };
+
+const LEARNER_SPACE_TEXT = 'this node is a learner and its data directory is below ' +
+  'HIVEKV_MIN_FREE_BYTES free: the cluster\'s writes go on without it';
+
 export const RAFT_FRAME_SETTINGS = {
   maxEntriesBytesPerAppend: 1024 * 1024,
   maxSnapshotChunkBytes: 1024 * 1024,
@@ -175,10 +183,11 @@ export interface ReplicaDeps {
   /** As leader, this node began (true) or ended sending `member` heartbeats only. */
   readonly onReplicationPaused?: (member: string, paused: boolean) => void;
   /**
-   * This node began to hold its leader's entries for want of memory (with why), or ended
-   * (null): `refreshCatchUpHold`.
+   * This node began to hold its leader's entries for want of memory or space (with why), or
+   * ended (null): `refreshCatchUpHold`.
    */
-  readonly onCatchUpHeld?: (detail: string | null) => void;
+  readonly onCatchUpHeld?: (hold: { readonly want: CatchUpHold['want'];
+    readonly detail: string } | null) => void;
   /** Takes the peer frames that are not Raft's (member status); true when it took one. */
   readonly sideFrames?: { accept(from: string, frame: Uint8Array): boolean };
   /** Called when a snapshot was taken, installed from the leader, or restored at start. */
@@ -375,12 +384,13 @@ export class Replica implements KvService, MembersService {
   /** Storage's room for a snapshot from the leader, as last read (once a tick). */
   private volumeSnapshotRoom = Number.POSITIVE_INFINITY;
   /**
-   * While a member holds more state than this node's memory can restore, and this node less:
-   * that member's state. This node takes neither the leader's entries (`onFrame`) nor its
-   * snapshots meanwhile, since catching up would take it past its memory. Null: it takes
-   * them.
+   * Why this node holds back from catching up, or null: it takes neither the leader's
+   * entries (`onFrame`) nor its snapshots meanwhile. `memory`: a member holds more state
+   * than this node's memory can restore, and this node less (that member's state), so
+   * catching up would take it past its memory. `space`: this node is a learner below
+   * HIVEKV_MIN_FREE_BYTES free, and writing the cluster's entries would run its volume out.
    */
-  private catchUpHeldAt: number | null = null;
+  private catchUpHold: CatchUpHold | null = null;
   /**
    * Leader: the members it sends heartbeats only, as last told to the core. A node that
    * stops leading keeps it, as its core does (it sends appends only as leader); the first
@@ -581,16 +591,16 @@ export class Replica implements KvService, MembersService {
     const refusal = this.core.lastSnapshotRefusal();
     if (refusal === null || refusal.count === this.snapshotRefusalsSeen) return;
     this.snapshotRefusalsSeen = refusal.count;
-    const memoryRoom = this.restoreRoomBytes;
-    const held = this.catchUpHeldAt;
-    const forMemory = held !== null || refusal.totalBytes > memoryRoom;
+    const hold = this.catchUpHold;
+    const forMemory = hold !== null ? hold.want === 'memory'
+      : refusal.totalBytes > this.restoreRoomBytes;
+    const needs = `it needs ${refusal.totalBytes} bytes`;
     this.noteSnapshot('refused', { meta: refusal.meta, dataBytes: refusal.totalBytes },
-      this.deps.scheduler.nowMs(), !forMemory
-        ? `it needs ${refusal.totalBytes} bytes; the volume has room for ` +
-          `${refusal.roomBytes} (free space less 4 MiB kept spare)`
-        : `${held !== null ? `a member holds a state of ${held} bytes`
-          : `it needs ${refusal.totalBytes}` +
-          ' bytes'}; ${this.restoreRoomText()}`, forMemory ? 'memory' : 'space');
+      this.deps.scheduler.nowMs(), hold?.want === 'space' ? `${needs}; ${LEARNER_SPACE_TEXT}`
+        : !forMemory ? `${needs}; the volume has room for ${refusal.roomBytes} (free space ` +
+          'less 4 MiB kept spare)'
+        : `${hold?.want === 'memory' ? `a member holds a state of ${hold.stateBytes} bytes`
+          : needs}; ${this.restoreRoomText()}`, forMemory ? 'memory' : 'space');
   }
 
   /** The largest state from a leader this node's memory restores (memory-budget.ts). */
@@ -605,30 +615,37 @@ export class Replica implements KvService, MembersService {
   }
 
   /**
-   * Holds the leader's entries and snapshots while a member holds more state than this
-   * node's memory restores and this node less (`catchUpHeldAt`, memory-budget.ts
-   * `catchUpHeldFor`), and says when it starts and ends; tells the core the largest snapshot
-   * it takes. At start, on each member status and once a tick: so before the first entry a
-   * leader sends, and within a status of a change. A leader holds nothing.
+   * Holds the leader's entries and snapshots (`catchUpHold`) while a member holds more state
+   * than this node's memory restores and this node less (memory-budget.ts
+   * `catchUpHeldFor`), or while this node is a learner low on space; says when a hold starts,
+   * changes its reason, and ends; tells the core the largest snapshot it takes. At start, on
+   * each member status and once a tick: so before the first entry a leader sends, and within
+   * a status of a change. A leader holds nothing.
    */
   private refreshCatchUpHold(): void {
     const memoryRoom = this.restoreRoomBytes;
+    const following = this.core.leaderTerm() === -1;
     // Memory unknown (no bound): no member's state is too large, and nothing is read.
-    const largest = this.core.leaderTerm() === -1 && Number.isFinite(memoryRoom)
+    const largest = following && Number.isFinite(memoryRoom)
       ? this.deps.largestMemberState?.() ?? null : null;
     const held = catchUpHeldFor(largest?.bytes ?? null, memoryRoom,
       () => this.deps.machine.memoryUse().stateBytes);
-    const wasHeld = this.catchUpHeldAt !== null;
-    this.catchUpHeldAt = held;
-    this.core.setSnapshotRoom(held !== null ? 0 : Math.min(this.volumeSnapshotRoom, memoryRoom));
-    if (wasHeld === (held !== null)) return;
-    this.deps.onCatchUpHeld?.(held === null ? null : `member ${largest!.member} holds a state ` +
-      `of ${held} bytes; ${this.restoreRoomText()}`);
+    const hold: CatchUpHold | null = held !== null ? { want: 'memory', stateBytes: held }
+      : following && this.membership.localRole() === 'learner' && this.storageFull()
+        ? { want: 'space' } : null;
+    const was = this.catchUpHold;
+    this.catchUpHold = hold;
+    this.core.setSnapshotRoom(hold !== null ? 0 : Math.min(this.volumeSnapshotRoom, memoryRoom));
+    if ((was?.want ?? null) === (hold?.want ?? null)) return;
+    this.deps.onCatchUpHeld?.(hold === null ? null : hold.want === 'space'
+      ? { want: 'space', detail: LEARNER_SPACE_TEXT }
+      : { want: 'memory', detail: `member ${largest!.member} holds a state of ` +
+        `${hold.stateBytes} bytes; ${this.restoreRoomText()}` });
   }
 
-  /** True while this node holds back from catching up (`refreshCatchUpHold`). */
-  catchUpHeld(): boolean {
-    return this.catchUpHeldAt !== null;
+  /** What this node holds back from catching up for, or null (`refreshCatchUpHold`). */
+  catchUpHeldFor(): CatchUpHold['want'] | null {
+    return this.catchUpHold?.want ?? null;
   }
 
   /**
@@ -968,7 +985,7 @@ export class Replica implements KvService, MembersService {
     const message = decodeMessage(frame);
     if (message === null || message.from !== from) return;
     // Dropped as a lost frame would be: the leader sends them again once they are taken.
-    if (this.catchUpHeldAt !== null && message.type === 'append' && message.entries.length > 0) {
+    if (this.catchUpHold !== null && message.type === 'append' && message.entries.length > 0) {
       return;
     }
     this.core.step(message.type === 'propose' ? this.ownClockAtMost(message) : message);

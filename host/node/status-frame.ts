@@ -27,6 +27,8 @@ export const STATUS_DIGEST_CHARS_MAX = 128;
 const MEMBER_ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 const ROLE_PATTERN = /^[a-z-]{1,32}$/;
 const DIGEST_PATTERN = new RegExp(`^[\\x21-\\x7e]{1,${STATUS_DIGEST_CHARS_MAX}}$`);
+/** What a member holds back for: a word, so a later release's reason still reads. */
+const HOLD_REASON_PATTERN = /^[a-z][a-z_]{0,31}$/;
 const NODE_STATES: ReadonlySet<string> = new Set(['ok', 'starting', 'stopping']);
 
 /** What one node says of itself. */
@@ -70,6 +72,13 @@ export interface MemberStatus {
    * without it.
    */
   readonly catchUpHeld: boolean;
+  /**
+   * What it holds back for, while it does: `memory` (its memory could not hold the state a
+   * member holds) or `space` (a learner whose data directory is below HIVEKV_MIN_FREE_BYTES
+   * free); a later release may add more. Null while it does not hold back; `memory` in a
+   * frame of a release before the field whose `catchUpHeld` is true.
+   */
+  readonly catchUpHeldFor: string | null;
 }
 
 const utf8 = new TextEncoder();
@@ -101,6 +110,7 @@ export function encodeStatusFrame(status: MemberStatus): Uint8Array {
     digest: status.digest, url: status.url, sentAtMs: status.sentAtMs,
     storageFull: status.storageFull, stateBytesMax: status.stateBytesMax,
     stateBytes: status.stateBytes, catchUpHeld: status.catchUpHeld,
+    catchUpHeldFor: status.catchUpHeldFor,
   }));
   if (json.length + 2 > STATUS_FRAME_BYTES_MAX) throw new Error('status frame: too large');
   const frame = new Uint8Array(json.length + 2);
@@ -150,6 +160,10 @@ function validStatus(value: unknown): MemberStatus | null {
   if (stateBytes !== null && !isIndex(stateBytes)) return null;
   const catchUpHeld = v.catchUpHeld ?? false;
   if (typeof catchUpHeld !== 'boolean') return null;
+  const catchUpHeldFor = v.catchUpHeldFor ?? (catchUpHeld ? 'memory' : null);
+  if (catchUpHeldFor !== null && (typeof catchUpHeldFor !== 'string' ||
+    !HOLD_REASON_PATTERN.test(catchUpHeldFor))) return null;
+  if ((catchUpHeldFor !== null) !== catchUpHeld) return null;
   if (!isMemberId(id) || typeof status !== 'string' || !NODE_STATES.has(status)) return null;
   if (typeof role !== 'string' || !ROLE_PATTERN.test(role)) return null;
   if (leader !== null && !isMemberId(leader)) return null;
@@ -160,5 +174,5 @@ function validStatus(value: unknown): MemberStatus | null {
   }
   if (typeof url !== 'string' || !isStatusUrl(url)) return null;
   return { id, status, role, leader, term, commitIndex, appliedIndex, digest, url, sentAtMs,
-    storageFull, stateBytesMax, stateBytes, catchUpHeld };
+    storageFull, stateBytesMax, stateBytes, catchUpHeld, catchUpHeldFor };
 }

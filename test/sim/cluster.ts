@@ -152,11 +152,12 @@ export class SimCluster {
         return inSpell ? { member: 'sim', bytes: SPELL_STATE_BYTES } : null;
       },
       membersHoldingCatchUp: () => this.nodes.filter((other) => other !== node &&
-        other.inc?.running === true && other.inc.replica.catchUpHeld()).map((n) => n.id),
-      onCatchUpHeld: (detail) => {
-        if (detail !== null) this.catchUpHolds++;
-        this.trace.log(node.id, detail === null ? 'catches up again'
-          : `holds back from catching up: ${detail}`);
+        other.inc?.running === true && other.inc.replica.catchUpHeldFor() !== null)
+        .map((n) => n.id),
+      onCatchUpHeld: (hold) => {
+        if (hold !== null) this.catchUpHolds++;
+        this.trace.log(node.id, hold === null ? 'catches up again'
+          : `holds back from catching up: ${hold.detail}`);
       },
       onReplicationPaused: (member, paused) => this.trace.log(node.id, paused
         ? `sends ${member} heartbeats only` : `sends ${member} the log again`),

@@ -23,6 +23,7 @@ const status: MemberStatus = {
   id: 'n2', status: 'ok', role: 'follower', leader: 'n1', term: 4, commitIndex: 90,
   appliedIndex: 88, digest: null, url: 'http://127.0.0.1:6633', sentAtMs: 1_790_000_000_000,
   storageFull: false, stateBytesMax: 2_684_354_560, stateBytes: 1_048_576, catchUpHeld: false,
+  catchUpHeldFor: null,
 };
 
 function frameOf(value: unknown): Uint8Array {
@@ -53,14 +54,22 @@ describe('status frame', () => {
       { digest: 'has space' }, { digest: 'x'.repeat(129) }, { leader: 7 },
       { appliedIndex: 2 ** 53 }, { sentAtMs: '1' }, { storageFull: 'yes' },
       { stateBytesMax: 0 }, { stateBytesMax: -5 }, { stateBytesMax: '1' },
-      { stateBytes: -1 }, { stateBytes: 0.5 }, { stateBytes: '7' }, { catchUpHeld: 1 }]) {
+      { stateBytes: -1 }, { stateBytes: 0.5 }, { stateBytes: '7' }, { catchUpHeld: 1 },
+      { catchUpHeldFor: 'space' }, { catchUpHeld: true, catchUpHeldFor: 'Disk Space' },
+      { catchUpHeld: true, catchUpHeldFor: 7 }, { catchUpHeld: true, catchUpHeldFor: '' }]) {
       expect(decodeStatusFrame(frameOf({ ...status, ...bad })), JSON.stringify(bad)).toBeNull();
     }
     // A release before `storageFull` sends none: not full.
-    const { storageFull: _, stateBytesMax: __, stateBytes: ___, catchUpHeld: ____, ...earlier } =
-      status;
+    const { storageFull: _, stateBytesMax: __, stateBytes: ___, catchUpHeld: ____,
+      catchUpHeldFor: _____, ...earlier } = status;
     expect(decodeStatusFrame(frameOf(earlier))).toEqual({ ...status, storageFull: false,
-      stateBytesMax: null, stateBytes: null, catchUpHeld: false });
+      stateBytesMax: null, stateBytes: null, catchUpHeld: false, catchUpHeldFor: null });
+    // A release before `catchUpHeldFor` held back for want of memory only.
+    expect(decodeStatusFrame(frameOf({ ...earlier, catchUpHeld: true }))?.catchUpHeldFor)
+      .toBe('memory');
+    // A reason a later release adds still reads, as a word.
+    expect(decodeStatusFrame(frameOf({ ...status, catchUpHeld: true,
+      catchUpHeldFor: 'io_errors' }))?.catchUpHeldFor).toBe('io_errors');
     expect(decodeStatusFrame(frameOf([status]))).toBeNull();
     expect(decodeStatusFrame(frameOf(null))).toBeNull();
   });
@@ -215,6 +224,20 @@ describe('cluster status', () => {
     expect(cluster.membersStorageFull()).toEqual([]);
   });
 
+  it('names no learner whose storage is full: a learner holds back instead', () => {
+    const { cluster, setMembers, setVoters } = harness();
+    setMembers(['n1', 'n2', 'n3', 'n4']);
+    setVoters(['n1', 'n2', 'n3']);
+    cluster.accept('n4', statusFrom('n4', { storageFull: true, catchUpHeld: true,
+      catchUpHeldFor: 'space' }));
+    expect(cluster.membersStorageFull()).toEqual([]);
+    expect(cluster.membersHoldingCatchUp()).toEqual(['n4']);
+    expect(cluster.catchUpHeldFor('n4')).toBe('space');
+    // Promoted, its full volume binds every member's writes.
+    setVoters(['n1', 'n2', 'n3', 'n4']);
+    expect(cluster.membersStorageFull()).toEqual(['n4']);
+  });
+
   it('sends its own memory budget, and finds the smallest among the members heard', () => {
     const { cluster, scheduler, sent, setHealth } = harness();
     setHealth({ stateBytesMax: 1000 });
@@ -252,9 +275,10 @@ describe('cluster status', () => {
   it('sends whether it holds back from catching up, and names the members that do', () => {
     const { cluster, scheduler, sent } = harness();
     cluster.start('http://127.0.0.1:6632');
-    expect(decodeStatusFrame(sent[0]![1])?.catchUpHeld).toBe(false);
+    expect(decodeStatusFrame(sent[0]![1])).toMatchObject({ catchUpHeld: false,
+      catchUpHeldFor: null });
     cluster.stop();
-    cluster.accept('n2', statusFrom('n2', { catchUpHeld: true }));
+    cluster.accept('n2', statusFrom('n2', { catchUpHeld: true, catchUpHeldFor: 'memory' }));
     cluster.accept('n3', statusFrom('n3'));
     expect(cluster.membersHoldingCatchUp()).toEqual(['n2']);
     scheduler.monotonic += STATUS_STALE_MS + 1;

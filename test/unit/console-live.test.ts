@@ -120,5 +120,11 @@ describe('the marks beside a member\'s health', () => {
     expect(memberMarks({ storageFull: true }).map((m) => m.text)).toEqual(['disk full']);
     expect(memberMarks({ storageFull: true, catchUpHeld: true }).map((m) => m.test))
       .toEqual(['member-disk-full', 'member-held']);
+    // What it holds back for: memory when an earlier release does not say.
+    expect(memberMarks({ catchUpHeld: true }).map((m) => m.text)).toEqual(['held back: memory']);
+    expect(memberMarks({ storageFull: true, catchUpHeld: true, catchUpHeldFor: 'space' })
+      .map((m) => m.text)).toEqual(['disk full', 'held back: disk']);
+    expect(memberMarks({ catchUpHeld: true, catchUpHeldFor: 'memory' })[0]!.title)
+      .toContain('memory could not hold the state');
   });
 });

@@ -26,7 +26,8 @@ const CLUSTER: ClusterView = { self: 'n1', leader: 'n1', staleAfterMs: 2500, mem
   { id: 'n1', self: true, state: 'up', ageMs: 0, lagEntries: 0, status: { status: 'ok',
     role: 'leader', leader: 'n1', term: 3, commitIndex: 7, appliedIndex: 7, digest: null,
     url: 'http://127.0.0.1:6632', sentAt: '2026-11-01T00:00:00.000Z', storageFull: false,
-    stateBytesMax: 2_684_354_560, stateBytes: 0, catchUpHeld: false } }] };
+    stateBytesMax: 2_684_354_560, stateBytes: 0, catchUpHeld: false,
+    catchUpHeldFor: null } }] };
 const TENANTS: TenantsView = { appliedIndex: 7, truncated: false, tenants: [{
   tenant: DEFAULT_TENANT, rows: 2, bytes: 40, quota: null }] };
 

@@ -262,6 +262,20 @@ describe('thesis §4.2.1: learners', () => {
     expect(voters(c.raft('n4'))).toEqual(['n1', 'n2', 'n3', 'n4']);
   });
 
+  it('a learner sent heartbeats only is not caught up, however close its log', () => {
+    const c = ledByN1();
+    withLearner(c);
+    c.raft('n1').propose(bytes('p'), 1);
+    c.deliverAll();
+    c.raft('n1').setReplicationPaused(['n4']);
+    const refused = change(c.raft('n1'), promote('n4'));
+    expect(refused).toMatchObject({ kind: 'refused', refusal: 'not-caught-up' });
+    expect(refused.kind === 'refused' && refused.detail)
+      .toMatch(/n4 is 0 committed entries behind .*holds back from catching up/);
+    c.raft('n1').setReplicationPaused([]);
+    expect(change(c.raft('n1'), promote('n4'))).toMatchObject({ kind: 'proposed' });
+  });
+
   it('a promoted voter counts for commit and elections (§4.1)', () => {
     const c = ledByN1();
     withLearner(c);

@@ -216,7 +216,8 @@ export interface RaftCore {
    * none; each call replaces the last). A member whose memory could not hold the state holds
    * back from catching up and drops what it is sent, so sending it would be for nothing: a
    * probe of up to maxEntriesBytesPerAppend on every heartbeat's answer. Once out of the
-   * set, it is sent what it lacks at its next heartbeat's answer.
+   * set, it is sent what it lacks at its next heartbeat's answer. A learner in the set is
+   * not caught up, however close its log: its promotion is refused.
    */
   setReplicationPaused(members: readonly string[]): void;
   /** The last snapshot refused for want of room, with how many were; null: none yet. */
@@ -975,11 +976,16 @@ class Raft implements RaftCore {
     const commitIndex = this.log.commitIndex;
     const behind = Math.max(0, commitIndex - pr.matchIndex);
     const silentTicks = this.ticks - pr.lastHeardTick;
+    // A learner sent heartbeats only takes nothing: promoted, it would be a voter that
+    // cannot keep up (and one whose full volume stops every member's writes).
+    const paused = this.replicationPaused.has(id);
     const caughtUp = pr.state === 'replicate' && behind <= PROMOTE_LAG_ENTRIES_MAX &&
-      pr.lastHeardTick >= 0 && silentTicks < this.config.electionTicks;
+      pr.lastHeardTick >= 0 && silentTicks < this.config.electionTicks && !paused;
     if (caughtUp) return null;
     mark('promote-refused-behind');
-    const doing = pr.state === 'snapshot' ? 'it is receiving a snapshot'
+    const doing = paused ? 'it holds back from catching up (for want of memory or space), ' +
+      'and is sent heartbeats only'
+      : pr.state === 'snapshot' ? 'it is receiving a snapshot'
       : pr.state === 'probe' ? 'the leader is still finding where its log matches'
         : silentTicks >= this.config.electionTicks ? `it has not answered for ${silentTicks} ticks`
           : 'it is replicating';
