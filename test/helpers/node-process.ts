@@ -3,8 +3,8 @@
  * runs `bin/hivekv.js serve` (the built dist/), listens on 127.0.0.1, and is stopped by the
  * PID this helper started, never by name.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -81,9 +81,32 @@ function waitForServing(child: ChildProcess, getOutput: () => string): Promise<n
     child.stdout?.on('data', onData);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`node exited with ${code} before serving:\n${getOutput()}`));
+      reject(new Error(`node exited with ${code} before serving:\n${getOutput()}` +
+        portHolders(getOutput())));
     });
   });
+}
+
+/**
+ * For a node that could not take its port: who listens on it now (`ss`), with their command
+ * lines, so a port another process took between the pick and the start names that process.
+ */
+function portHolders(output: string): string {
+  const port = /127\.0\.0\.1:(\d+)(?: is already in use|$)/m.exec(output)?.[1] ??
+    /EADDRINUSE: address already in use 127\.0\.0\.1:(\d+)/.exec(output)?.[1];
+  if (port === undefined) return '';
+  const listing = spawnSync('ss', ['-Htanp', `sport = :${port}`], { encoding: 'utf8' });
+  const pids = [...(listing.stdout ?? '').matchAll(/pid=(\d+)/g)].map((m) => m[1]!);
+  const commands = [...new Set(pids)].map((pid) => {
+    let cmdline = '(gone)';
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+    } catch {
+      // exited since
+    }
+    return `  pid ${pid}: ${cmdline}`;
+  });
+  return `\nport ${port} now: ${listing.stdout?.trim() || 'nothing'}\n${commands.join('\n')}`;
 }
 
 /**
