@@ -84,6 +84,8 @@ interface Heard {
 export interface MemberBytes {
   readonly member: string;
   readonly bytes: number;
+  /** The index the member had applied when it said so. */
+  readonly appliedIndex: number;
 }
 
 export class ClusterStatus {
@@ -181,24 +183,32 @@ export class ClusterStatus {
   }
 
   /**
-   * The smallest memory budget among the other members heard within STATUS_STALE_MS, with
-   * the member that has it; null when none said. Every member holds the same state, so a
-   * member whose budget is smaller than this node's would grow past it on writes this node
-   * admits (replica.ts, `stateBudget`).
+   * The smallest memory budget among the other voters heard within STATUS_STALE_MS, with
+   * the voter that has it; null when none said. Every voter holds the same state, so a voter
+   * whose budget is smaller than this node's would grow past it on writes this node admits
+   * (replica.ts, `stateBudget`). A learner's budget binds nothing: it holds back once the
+   * state passes it (replica.ts, `refreshCatchUpHold`).
    */
   smallestStateBudget(): MemberBytes | null {
-    return this.extremeBytes((status) => status.stateBytesMax, (a, b) => a < b);
+    return this.extremeBytes((status) => status.stateBytesMax, (a, b) => a < b,
+      this.deps.voters());
   }
 
-  /** The member heard within STATUS_STALE_MS whose `field` is `before` every other's. */
+  /**
+   * The member heard within STATUS_STALE_MS whose `field` is `before` every other's, among
+   * `among` when given.
+   */
   private extremeBytes(field: (status: MemberStatus) => number | null,
-    before: (a: number, b: number) => boolean): MemberBytes | null {
+    before: (a: number, b: number) => boolean, among?: readonly string[]): MemberBytes | null {
     const now = this.deps.monotonicMs();
     let found: MemberBytes | null = null;
     for (const [id, heard] of this.heard) {
       const bytes = field(heard.status);
       if (bytes === null || now - heard.receivedAtMs > STATUS_STALE_MS) continue;
-      if (found === null || before(bytes, found.bytes)) found = { member: id, bytes };
+      if (among !== undefined && !among.includes(id)) continue;
+      if (found === null || before(bytes, found.bytes)) {
+        found = { member: id, bytes, appliedIndex: heard.status.appliedIndex };
+      }
     }
     return found;
   }

@@ -174,7 +174,8 @@ export interface ReplicaDeps {
    * The largest state a member said it holds lately, with that member (cluster-status.ts);
    * null when none said.
    */
-  readonly largestMemberState?: () => { readonly member: string; readonly bytes: number } | null;
+  readonly largestMemberState?: () => { readonly member: string; readonly bytes: number;
+    readonly appliedIndex?: number } | null;
   /**
    * The other members that say they hold back from catching up (cluster-status.ts): as
    * leader, this node sends them heartbeats only.
@@ -625,14 +626,18 @@ export class Replica implements KvService, MembersService {
   private refreshCatchUpHold(): void {
     const memoryRoom = this.restoreRoomBytes;
     const following = this.core.leaderTerm() === -1;
+    const learner = following && this.membership.localRole() === 'learner';
+    // A learner's budget binds no member's writes (cluster-status.ts, `smallestStateBudget`),
+    // so the state may outgrow it: a learner holds back past its budget, whatever it holds.
+    const room = learner ? Math.min(memoryRoom, this.maxStateBytes) : memoryRoom;
     // Memory unknown (no bound): no member's state is too large, and nothing is read.
-    const largest = following && Number.isFinite(memoryRoom)
+    const largest = following && Number.isFinite(room)
       ? this.deps.largestMemberState?.() ?? null : null;
-    const held = catchUpHeldFor(largest?.bytes ?? null, memoryRoom,
-      () => this.deps.machine.memoryUse().stateBytes);
+    const held = learner ? this.learnerHeldAt(largest, room)
+      : catchUpHeldFor(largest?.bytes ?? null, room,
+        () => this.deps.machine.memoryUse().stateBytes);
     const hold: CatchUpHold | null = held !== null ? { want: 'memory', stateBytes: held }
-      : following && this.membership.localRole() === 'learner' && this.storageFull()
-        ? { want: 'space' } : null;
+      : learner && this.storageFull() ? { want: 'space' } : null;
     const was = this.catchUpHold;
     this.catchUpHold = hold;
     this.core.setSnapshotRoom(hold !== null ? 0 : Math.min(this.volumeSnapshotRoom, memoryRoom));
@@ -640,7 +645,25 @@ export class Replica implements KvService, MembersService {
     this.deps.onCatchUpHeld?.(hold === null ? null : hold.want === 'space'
       ? { want: 'space', detail: LEARNER_SPACE_TEXT }
       : { want: 'memory', detail: `member ${largest!.member} holds a state of ` +
-        `${hold.stateBytes} bytes; ${this.restoreRoomText()}` });
+        `${hold.stateBytes} bytes; ${learner ? `this node is a learner and its memory ` +
+          `budget is ${room} (HIVEKV_MAX_STATE_BYTES): the cluster's writes go on without it`
+          : this.restoreRoomText()}` });
+  }
+
+  /**
+   * A learner's state past its budget, or null: the newer of its own state and the largest
+   * a member said it holds. A member's status is up to a second old; a learner as far along
+   * as that member knows the state better, so it stops within a tick of passing its budget
+   * rather than a status later. Once it holds, the members move past it, and their statuses
+   * say whether the state still passes its budget (deletes may have shrunk it).
+   */
+  private learnerHeldAt(largest: { readonly bytes: number; readonly appliedIndex?: number } |
+    null, budget: number): number | null {
+    const machine = this.deps.machine;
+    const newer = largest === null || (largest.appliedIndex !== undefined &&
+      machine.appliedIndex >= largest.appliedIndex)
+      ? Math.max(machine.memoryUse().stateBytes, largest?.bytes ?? 0) : largest.bytes;
+    return newer > budget ? newer : null;
   }
 
   /** What this node holds back from catching up for, or null (`refreshCatchUpHold`). */

@@ -1,11 +1,12 @@
 /**
- * A learner added on a volume low on space (below HIVEKV_MIN_FREE_BYTES, set here to 1 TiB so
- * any volume is) must not stop the cluster's writes: nothing waits on a learner, and an
- * operator growing a cluster must not halt it with a node on too small a disk. It holds back
- * from catching up instead (writing the cluster's entries would run its volume out), says so
- * in its status and logs, its leader sends it heartbeats only, promotion is refused, and once
- * it has room it catches up and serves every write. Three real voters and a learner over
- * loopback, each process stopped by the PID this test started.
+ * A learner too small for the cluster must not stop the cluster's writes: nothing waits on
+ * a learner, and an operator growing a cluster must not halt it with a node on too small a
+ * disk or with too small a memory budget. A learner on a volume low on space
+ * (HIVEKV_MIN_FREE_BYTES set to 1 TiB, so any volume is), or one whose memory budget
+ * (HIVEKV_MAX_STATE_BYTES) the state outgrows, holds back from catching up instead: it says
+ * so in its status and logs, its leader sends it heartbeats only, promotion is refused, and
+ * once it has the room it catches up and serves every write. Three real voters and a
+ * learner over loopback, each process stopped by the PID this test started.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { memberPorts, peersFlag, waitFor } from '../helpers/cluster.js';
@@ -15,8 +16,8 @@ import {
 
 const WAIT_MS = 20_000;
 const ENV = { ...UNLIMITED_RATES, HIVEKV_CLUSTER_ID: 'full-learner-test' };
-/** Far more than any volume here has free: the node counts as low on space from its start. */
-const NO_ROOM = { HIVEKV_MIN_FREE_BYTES: String(1024 ** 4) };
+/** A value of about 60 KB: 80 of them outgrow a 2 MiB budget twice over. */
+const LARGE = 'x'.repeat(60_000);
 
 const started: NodeProcess[] = [];
 const dirs: string[] = [];
@@ -32,10 +33,10 @@ async function start(dir: string, args: string[], env: Record<string, string> = 
   return node;
 }
 
-async function putKeys(url: string, from: number, count: number): Promise<void> {
+async function putKeys(url: string, from: number, count: number, large = false) {
   for (let i = from; i < from + count; i++) {
-    const answer = await kv(url, [{ op: 'put', ns: 'learner', key: `k${i}`, value: i,
-      forever: true }]);
+    const answer = await kv(url, [{ op: 'put', ns: 'learner', key: `k${i}`,
+      value: large ? `${i}${LARGE}` : i, forever: true }]);
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   }
 }
@@ -47,8 +48,25 @@ async function statusOf(url: string, member: string) {
     m.state === 'up')?.status;
 }
 
-describe('a learner on a volume low on space', () => {
-  it('holds back while the cluster writes on, and catches up once it has room', async () => {
+interface LearnerCase {
+  readonly want: 'space' | 'memory';
+  /** What makes the learner too small. */
+  readonly env: Record<string, string>;
+  /** Whether the writes after it joined are large (they outgrow its budget). */
+  readonly large: boolean;
+  readonly log: string;
+}
+
+const CASES: readonly LearnerCase[] = [
+  { want: 'space', env: { HIVEKV_MIN_FREE_BYTES: String(1024 ** 4) }, large: false,
+    log: 'the leader\'s entries held for want of space' },
+  { want: 'memory', env: { HIVEKV_MAX_STATE_BYTES: String(2 * 1024 * 1024) }, large: true,
+    log: 'the leader\'s entries held for want of memory' },
+];
+
+describe('a learner too small for the cluster', () => {
+  it.each(CASES)('holds back for want of $want while the cluster writes on, and catches up ' +
+    'once it has the room', async ({ want, env, large, log }) => {
     const members = await memberPorts(4);
     const voters = members.slice(0, 3);
     const nodes = new Map<string, NodeProcess>();
@@ -67,46 +85,48 @@ describe('a learner on a volume low on space', () => {
 
     const n4 = members[3]!;
     const n4Args = ['--id', 'n4', '--peer-listen', `127.0.0.1:${n4.peerPort}`, '--join'];
-    let learner = await start(dirOf.get('n4')!, n4Args, NO_ROOM);
+    let learner = await start(dirOf.get('n4')!, n4Args, env);
     const added = await call(leaderUrl, 'POST', '/api/v1/system/members',
       { id: 'n4', peer: `127.0.0.1:${n4.peerPort}`, role: 'learner' });
     expect(added.status, JSON.stringify(added.body)).toBe(200);
+    // The leader hears the learner (its volume, its budget) before the writes that follow.
+    await waitFor('the learner\'s first status', WAIT_MS, () => statusOf(leaderUrl, 'n4'));
 
-    // The leader hears the learner's full volume, and that it holds back for it.
+    // Writes go on, through the leader and through a follower.
+    await putKeys(leaderUrl, 20, 40, large);
+    await putKeys(nodes.get(voters.find((m) => m.id !== leader)!.id)!.url, 60, 40, large);
     const held = await waitFor('the learner holding back', WAIT_MS, async () => {
       const status = await statusOf(leaderUrl, 'n4');
       return status?.catchUpHeld === true ? status : undefined;
     });
-    expect(held).toMatchObject({ storageFull: true, catchUpHeldFor: 'space' });
-    // Writes go on, through the leader and through a follower.
-    await putKeys(leaderUrl, 20, 30);
-    const follower = voters.find((m) => m.id !== leader)!.id;
-    await putKeys(nodes.get(follower)!.url, 50, 30);
+    expect(held).toMatchObject({ catchUpHeldFor: want, storageFull: want === 'space' });
     const learnerHealth = await call(learner.url, 'GET', '/health');
     expect(learnerHealth.status).toBe(200);
     const leaderHealth = (await call(leaderUrl, 'GET', '/health')).body;
     expect(learnerHealth.body.appliedIndex).toBeLessThan(leaderHealth.commitIndex);
     await waitFor('the leader saying it sends n4 heartbeats only', WAIT_MS, async () =>
-      nodes.get(leader)!.output().includes('n4 holds back from catching up for want of ' +
-        'space') ? true : undefined);
+      nodes.get(leader)!.output().includes(`n4 holds back from catching up for want of ${want}`)
+        ? true : undefined);
     const promoted = await call(leaderUrl, 'POST', '/api/v1/system/members',
       { id: 'n4', role: 'voter' });
     expect(promoted.status).toBe(409);
     expect(promoted.body).toMatchObject({ reason: 'members_not_caught_up' });
     expect(promoted.body.detail).toContain('holds back from catching up');
-    expect(learner.output()).toContain('the leader\'s entries held for want of space');
+    expect(learner.output()).toContain(log);
 
-    // With room again, it catches up: a read on it waits for it to apply the last write.
+    // With the room, it catches up: a read on it waits for it to apply the last write.
     expect(await learner.stop()).toBe(0);
     learner = await start(dirOf.get('n4')!, n4Args);
     await waitFor('the learner caught up', WAIT_MS, async () => {
-      const read = await kv(learner.url, [{ op: 'get', ns: 'learner', key: 'k79' }]);
-      return read.status === 200 && read.body.results?.[0]?.value === 79 ? true : undefined;
+      const read = await kv(learner.url, [{ op: 'get', ns: 'learner', key: 'k99' }]);
+      return read.status === 200 && read.body.results?.[0]?.value === (large ? `99${LARGE}` : 99)
+        ? true : undefined;
     });
-    const status = await waitFor('the learner\'s status', WAIT_MS, () =>
-      statusOf(leaderUrl, 'n4'));
-    expect(status).toMatchObject({ storageFull: false, catchUpHeld: false,
-      catchUpHeldFor: null });
+    const status = await waitFor('the learner\'s status', WAIT_MS, async () => {
+      const now = await statusOf(leaderUrl, 'n4');
+      return now?.catchUpHeld === false ? now : undefined;
+    });
+    expect(status).toMatchObject({ storageFull: false, catchUpHeldFor: null });
     const promotedNow = await waitFor('promotion', WAIT_MS, async () => {
       const answer = await call(leaderUrl, 'POST', '/api/v1/system/members',
         { id: 'n4', role: 'voter' });
@@ -114,5 +134,6 @@ describe('a learner on a volume low on space', () => {
     });
     expect(promotedNow.body.members).toContainEqual(expect.objectContaining({ id: 'n4',
       role: 'voter' }));
+    for (const node of [...nodes.values(), learner]) await node.kill();
   }, 120_000);
 });

@@ -238,6 +238,19 @@ describe('cluster status', () => {
     expect(cluster.membersStorageFull()).toEqual(['n4']);
   });
 
+  it('takes no learner\'s budget as the smallest: a learner holds back past it instead', () => {
+    const { cluster, setMembers, setVoters } = harness();
+    setMembers(['n1', 'n2', 'n3', 'n4']);
+    setVoters(['n1', 'n2', 'n3']);
+    cluster.accept('n2', statusFrom('n2', { stateBytesMax: 800, stateBytes: 500 }));
+    cluster.accept('n4', statusFrom('n4', { stateBytesMax: 100, stateBytes: 900 }));
+    expect(cluster.smallestStateBudget()).toEqual({ member: 'n2', bytes: 800, appliedIndex: 88 });
+    // Its state still counts as a member's: every member reaches the same state.
+    expect(cluster.largestState()).toEqual({ member: 'n4', bytes: 900, appliedIndex: 88 });
+    setVoters(['n1', 'n2', 'n3', 'n4']);
+    expect(cluster.smallestStateBudget()).toEqual({ member: 'n4', bytes: 100, appliedIndex: 88 });
+  });
+
   it('sends its own memory budget, and finds the smallest among the members heard', () => {
     const { cluster, scheduler, sent, setHealth } = harness();
     setHealth({ stateBytesMax: 1000 });
@@ -247,12 +260,12 @@ describe('cluster status', () => {
     expect(cluster.smallestStateBudget()).toBeNull();
     cluster.accept('n2', statusFrom('n2', { stateBytesMax: 800 }));
     cluster.accept('n3', statusFrom('n3', { stateBytesMax: 500 }));
-    expect(cluster.smallestStateBudget()).toEqual({ member: 'n3', bytes: 500 });
+    expect(cluster.smallestStateBudget()).toEqual({ member: 'n3', bytes: 500, appliedIndex: 88 });
     scheduler.monotonic += 2000;
     cluster.accept('n2', statusFrom('n2', { stateBytesMax: 800 }));
     scheduler.monotonic += 1000;
     // n3 unheard for 3 s: down, its budget no longer binds.
-    expect(cluster.smallestStateBudget()).toEqual({ member: 'n2', bytes: 800 });
+    expect(cluster.smallestStateBudget()).toEqual({ member: 'n2', bytes: 800, appliedIndex: 88 });
   });
 
   it('sends the state it holds, and finds the largest among the members heard', () => {
@@ -264,12 +277,12 @@ describe('cluster status', () => {
     expect(cluster.largestState()).toBeNull();
     cluster.accept('n2', statusFrom('n2', { stateBytes: 300_000_000 }));
     cluster.accept('n3', statusFrom('n3', { stateBytes: null }));
-    expect(cluster.largestState()).toEqual({ member: 'n2', bytes: 300_000_000 });
+    expect(cluster.largestState()).toEqual({ member: 'n2', bytes: 300_000_000, appliedIndex: 88 });
     scheduler.monotonic += 2000;
     cluster.accept('n3', statusFrom('n3', { stateBytes: 5 }));
     scheduler.monotonic += 1000;
     // n2 unheard for 3 s: down, its state no longer counts.
-    expect(cluster.largestState()).toEqual({ member: 'n3', bytes: 5 });
+    expect(cluster.largestState()).toEqual({ member: 'n3', bytes: 5, appliedIndex: 88 });
   });
 
   it('sends whether it holds back from catching up, and names the members that do', () => {
