@@ -313,7 +313,7 @@ function catchUpReports(logger: Logger, heldFor: (member: string) => string | nu
 
 /** A follower that holds its leader's entries says so, and why, and when it ends. */
 function reportCatchUpHeld(logger: Logger,
-  hold: { readonly want: 'memory' | 'space'; readonly detail: string } | null): void {
+  hold: Parameters<NonNullable<ReplicaDeps['onCatchUpHeld']>>[0]): void {
   if (hold === null) {
     logger.info({}, 'the leader\'s entries are taken again: this node catches up');
   } else if (hold.want === 'memory') {
