@@ -124,9 +124,14 @@ async function main(): Promise<number> {
   const churn = results.filter((r) => r.profile === 'churn').length;
   const refused = results.reduce((sum, r) => sum + r.snapshotsRefused, 0);
   const holds = results.reduce((sum, r) => sum + r.catchUpHolds, 0);
+  const spaceSpells = results.reduce((sum, r) => sum + r.spaceSpells, 0);
+  const spaceHolds = results.reduce((sum, r) => sum + r.spaceHolds, 0);
+  const writesRefused = results.reduce((sum, r) => sum + r.writesRefused, 0);
   console.log(`${changes} membership changes, ${replaced} damaged nodes replaced, ` +
     `${churn} churn-profile seeds, ${refused} snapshots refused for want of room, ` +
     `${holds} catch-ups held for want of memory`);
+  console.log(`${spaceSpells} volumes low on space: ${writesRefused} write calls refused ` +
+    `before the log, ${spaceHolds} learners held back`);
   console.log(`${results.length - failed.length} passed, ${failed.length} failed`);
   return failed.length > 0 ? 1 : 0;
 }

@@ -29,6 +29,7 @@ import {
   type MemorySpells, SIM_RESTORE_ROOM_BYTES, SPELL_STATE_BYTES,
 } from './memory-spells.js';
 import { SimNetwork } from './network.js';
+import type { SpaceSpells } from './space-spells.js';
 import type { SimRandom } from './random.js';
 import { NodeClock, SimScheduler } from './scheduler.js';
 import { SimDisk, SimStorage } from './storage.js';
@@ -115,8 +116,12 @@ export class SimCluster {
   snapshotsRefused = 0;
   /** Spells of too little memory for the state (memory-spells.ts); none when null. */
   memorySpells: MemorySpells | null = null;
-  /** Times a node began to hold back from catching up, in a spell. */
+  /** Times a node began to hold back from catching up, in a spell of too little memory. */
   catchUpHolds = 0;
+  /** Spells of a volume below its free-space floor (space-spells.ts); none when null. */
+  spaceSpells: SpaceSpells | null = null;
+  /** Times a learner began to hold back from catching up, low on space. */
+  spaceHolds = 0;
   /** Fired when a node refuses to start on damaged files (the operator replaces it). */
   onLost: ((node: SimNode) => void) | null = null;
   /** May this node's next recovery find damaged files? The operator's budget decides. */
@@ -138,10 +143,12 @@ export class SimCluster {
   /**
    * What a node learns of the others' states and holds, as their statuses would say, but at
    * once: in a spell some member holds more than it can restore; as leader, the running
-   * nodes that hold back are sent heartbeats only.
+   * nodes that hold back are sent heartbeats only; the voters low on space refuse writes
+   * on every member.
    */
-  private memoryDeps(node: SimNode): Pick<ReplicaDeps, 'largestMemberState' |
-    'membersHoldingCatchUp' | 'onCatchUpHeld' | 'onReplicationPaused'> {
+  private memberDeps(node: SimNode): Pick<ReplicaDeps, 'largestMemberState' |
+    'membersHoldingCatchUp' | 'onCatchUpHeld' | 'onReplicationPaused' |
+    'membersStorageFull'> {
     return {
       largestMemberState: () => {
         const spells = this.memorySpells;
@@ -155,12 +162,19 @@ export class SimCluster {
         other.inc?.running === true && other.inc.replica.catchUpHeldFor() !== null)
         .map((n) => n.id),
       onCatchUpHeld: (hold) => {
-        if (hold !== null) this.catchUpHolds++;
+        if (hold?.want === 'memory') this.catchUpHolds++;
+        if (hold?.want === 'space') this.spaceHolds++;
         this.trace.log(node.id, hold === null ? 'catches up again'
           : `holds back from catching up: ${hold.detail}`);
       },
       onReplicationPaused: (member, paused) => this.trace.log(node.id, paused
         ? `sends ${member} heartbeats only` : `sends ${member} the log again`),
+      // The other voters of this node's configuration that are low on space now.
+      membersStorageFull: () => {
+        const voters = node.running()?.replica.configuration().voters ?? [];
+        return voters.filter((id) => id !== node.id &&
+          this.node(id).running()?.replica.storageFull() === true);
+      },
     };
   }
 
@@ -200,7 +214,9 @@ export class SimCluster {
     node.starts++;
     const clock = new NodeClock(this.scheduler);
     const storage = new SimStorage(node.disk, this.scheduler, this.rng, this.faults, this.trace,
-      { mayCorrupt: () => this.mayDamage(node), onAppend: () => this.afterAppend(node) });
+      { mayCorrupt: () => this.mayDamage(node), onAppend: () => this.afterAppend(node),
+        lowOnSpace: () => this.spaceSpells?.inSpellNow(node.id,
+          this.scheduler.elapsedUs()) ?? false });
     const machine = StateMachine.create();
     const voters = node.joined ? [] : this.initialIds;
     const options: ReplicaOptions = {
@@ -229,7 +245,7 @@ export class SimCluster {
         if (event.kind === 'refused') this.snapshotsRefused++;
         this.trace.log(node.id, `snapshot ${event.index} ${event.kind}: ${event.detail ?? ''}`);
       },
-      ...this.memoryDeps(node),
+      ...this.memberDeps(node),
     });
     inc = { replica, clock, storage, machine, running: false };
     node.inc = inc;

@@ -9,13 +9,14 @@
  * seed replays bit for bit, with `--trace` to read it as a story.
  */
 import type { CallOutcome } from '../../host/machine/commands.js';
-import type { ServiceResult } from '../../host/node/service.js';
+import type { ServiceResult, UnavailableReason } from '../../host/node/service.js';
 import { SimCluster, type ClusterSettings, type SimNode } from './cluster.js';
 import { roleOf } from '../../host/core/raft/configuration.js';
 import {
   CHURN_PROFILE_CHANCE, Faults, FAULT_NAMES, type FaultName, type FaultProfile,
 } from './faults.js';
 import { MemorySpells } from './memory-spells.js';
+import { SpaceSpells } from './space-spells.js';
 import { Operator } from './operator.js';
 import { checkHistory, describeOp, type HistoryOp } from './linearizability.js';
 import { SimRandom } from './random.js';
@@ -47,6 +48,8 @@ export interface RunOptions {
   readonly faultRates?: Partial<Record<FaultName, number>>;
   /** Exactly this rate of memory spells per check (memory-spells.ts); drawn when absent. */
   readonly memorySpellRate?: number;
+  /** Exactly this rate of low-space spells per node and step (space-spells.ts). */
+  readonly spaceSpellRate?: number;
 }
 
 export const DEFAULT_RUN: Omit<RunOptions, 'seed' | 'nodeCount'> = {
@@ -75,6 +78,11 @@ export interface RunResult {
   readonly snapshotsRefused: number;
   /** Times a node held back from catching up, in a spell of too little memory. */
   readonly catchUpHolds: number;
+  /** Spells of a volume low on space; learners that held back in one. */
+  readonly spaceSpells: number;
+  readonly spaceHolds: number;
+  /** Write calls refused before the log (503 `storage_full`, `memory_full`): no effect. */
+  readonly writesRefused: number;
   readonly profile: FaultProfile;
   readonly faults: string;
   readonly faultHits: ReadonlyMap<FaultName, number>;
@@ -86,6 +94,8 @@ export interface RunResult {
 export const LIVENESS_DEADLINE_MS = 30_000;
 /** Mixed into the seed for the second stream of draws (profile, settings, operator). */
 const PLAN_STREAM_SALT = 0x6d65_6d62;
+/** Refusals a node gives before it proposes anything: the call took no effect. */
+const REFUSED_BEFORE_LOG: readonly UnavailableReason[] = ['storage_full', 'memory_full'];
 /** The nemesis draws its faults this often. */
 const NEMESIS_STEP_MS = 250;
 /** Entry bytes per append, drawn per seed: 1 MiB, or small enough to split a catch-up. */
@@ -147,6 +157,7 @@ class Run {
   private seq = 0;
   private answered = 0;
   private unknown = 0;
+  private writesRefused = 0;
   private crashes = 0;
   private clientsStopped = false;
   private nextLogCheckUs = 0;
@@ -178,6 +189,7 @@ class Run {
     });
     this.cluster = cluster;
     cluster.memorySpells = new MemorySpells(options.seed, this.faults, options.memorySpellRate);
+    cluster.spaceSpells = new SpaceSpells(options.seed, this.faults, options.spaceSpellRate);
     cluster.onCrash = (id) => this.onCrash(id);
     this.operator = new Operator(cluster, this.planRng, this.faults, this.trace);
   }
@@ -237,6 +249,8 @@ class Run {
       checkpointsPassed: this.cluster.checkpointsPassed,
       snapshotsRefused: this.cluster.snapshotsRefused,
       catchUpHolds: this.cluster.catchUpHolds,
+      spaceSpells: this.cluster.spaceSpells?.begun ?? 0, spaceHolds: this.cluster.spaceHolds,
+      writesRefused: this.writesRefused,
       profile: this.faults.profile,
       faults: this.faults.describe(), faultHits: this.faults.hitCounts(),
       inconclusiveKeys: this.inconclusive,
@@ -320,7 +334,14 @@ class Run {
     if (waiting === null || waiting.token !== token) return;
     client.waiting = null;
     const outcome = result !== null && result.kind === 'done' ? result.value : null;
-    this.record(client.id, waiting.planned, outcome, waiting.call);
+    if (result?.kind === 'unavailable' && REFUSED_BEFORE_LOG.includes(result.reason)) {
+      // Refused at admission: it took no effect, so it has no place in the history. Were it
+      // applied all the same, the final reads would find a value or a count it cannot explain.
+      this.writesRefused++;
+      if (this.trace.on) this.trace.log(client.id, `<- refused: ${result.reason}`);
+    } else {
+      this.record(client.id, waiting.planned, outcome, waiting.call);
+    }
     if (client.exact !== null &&
       (outcome !== null || client.exact.attempts >= EXACT_ATTEMPTS_MAX)) client.exact = null;
     this.later(this.rng.between(1, THINK_MS_MAX), () => this.issue(client));
@@ -380,6 +401,9 @@ class Run {
     }
     if (faults.maybe('net.clog')) this.clogSome();
     if (faults.maybe('net.isolate-leader')) this.isolateLeader();
+    cluster.spaceSpells?.step(cluster.nodes.map((n) => n.id), cluster.scheduler.elapsedUs(),
+      (id, lengthUs) => this.trace.log(id, `volume low on space for ` +
+        `${Math.ceil(lengthUs / 1000)} ms`));
     this.operator.step();
     this.later(NEMESIS_STEP_MS, () => this.nemesis());
   }

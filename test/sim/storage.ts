@@ -10,7 +10,8 @@
  * (`disk.bit-flip`) must be caught by the per-record checksum, and `recover()` then rejects
  * with `StorageCorruptionError`; a failed fsync (`disk.fsync-fail`) rejects `sync()`; a spell
  * with no room for snapshots (`disk.no-room`): `snapshotRoomBytes()` says 0, and starting or
- * writing a snapshot meanwhile fails with `SnapshotNoRoomError`, as a full volume does.
+ * writing a snapshot meanwhile fails with `SnapshotNoRoomError`, as a full volume does; a
+ * spell below the free-space floor (space-spells.ts): `isLowOnSpace()` says true.
  */
 import { decodeConfigEntry } from '../../host/core/raft/configuration.js';
 import type {
@@ -173,6 +174,8 @@ export interface SimStorageHooks {
   readonly mayCorrupt: () => boolean;
   /** Called after every `append` (fault injection: a crash right after it). */
   readonly onAppend?: () => void;
+  /** Whether the volume is below its free-space floor now (space-spells.ts). */
+  readonly lowOnSpace?: () => boolean;
 }
 
 /** One incarnation's storage. After `crash()`, nothing it does reaches the disk. */
@@ -318,7 +321,7 @@ export class SimStorage implements Storage {
   }
 
   isLowOnSpace(): boolean {
-    return false;
+    return this.hooks.lowOnSpace?.() ?? false;
   }
 
   /** Checked once a tick by a follower's driver: a spell of no room may start here. */
