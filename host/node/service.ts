@@ -142,10 +142,14 @@ export function submittedCall(call: KvCall, flags: CallFlags = { requireGrant: f
     command: encodeCommand({ kind: 'call', call, flags }), growthBytes: 0 };
 }
 
-/** `submit` of a typed call, as a Promise of the answer (tests, the simulator, tools). */
+/**
+ * `submit` of a typed call, as a Promise of the answer (tests, the simulator, tools).
+ * `growthBytes`: what the call may add to the state, as a request's parse estimates it (the
+ * memory budget refuses a call that grows the state past it); 0 by default.
+ */
 export function execute(service: KvService, call: KvCall,
-  flags?: CallFlags): Promise<ServiceResult<CallAnswer>> {
-  return new Promise((resolve) => service.submit(submittedCall(call, flags),
+  flags?: CallFlags, growthBytes = 0): Promise<ServiceResult<CallAnswer>> {
+  return new Promise((resolve) => service.submit({ ...submittedCall(call, flags), growthBytes },
     new SettlingSink(resolve)));
 }
 

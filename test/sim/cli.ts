@@ -127,11 +127,13 @@ async function main(): Promise<number> {
   const spaceSpells = results.reduce((sum, r) => sum + r.spaceSpells, 0);
   const spaceHolds = results.reduce((sum, r) => sum + r.spaceHolds, 0);
   const writesRefused = results.reduce((sum, r) => sum + r.writesRefused, 0);
+  const budgets = results.reduce((sum, r) => sum + r.smallBudgets, 0);
   console.log(`${changes} membership changes, ${replaced} damaged nodes replaced, ` +
     `${churn} churn-profile seeds, ${refused} snapshots refused for want of room, ` +
     `${holds} catch-ups held for want of memory`);
-  console.log(`${spaceSpells} volumes low on space: ${writesRefused} write calls refused ` +
-    `before the log, ${spaceHolds} learners held back`);
+  console.log(`${spaceSpells} volumes low on space, ${spaceHolds} learners held back for ` +
+    `space, ${budgets} starts with a small memory budget; ${writesRefused} write calls ` +
+    'refused before the log');
   console.log(`${results.length - failed.length} passed, ${failed.length} failed`);
   return failed.length > 0 ? 1 : 0;
 }

@@ -30,6 +30,7 @@ import {
 } from './memory-spells.js';
 import { SimNetwork } from './network.js';
 import type { SpaceSpells } from './space-spells.js';
+import type { StateBudgets } from './state-budgets.js';
 import type { SimRandom } from './random.js';
 import { NodeClock, SimScheduler } from './scheduler.js';
 import { SimDisk, SimStorage } from './storage.js';
@@ -58,6 +59,8 @@ export class SimNode {
   restartTimer: TimerHandle | null = null;
   starts = 0;
   lastRole = 'follower';
+  /** This incarnation's memory budget (state-budgets.ts); null: the default. */
+  stateBudget: number | null = null;
   /** The newest term in which the checkers saw it lead. */
   ledTerm = 0;
   /** Its commit index when first seen leading its newest term; -1 once that advanced. */
@@ -122,6 +125,8 @@ export class SimCluster {
   spaceSpells: SpaceSpells | null = null;
   /** Times a learner began to hold back from catching up, low on space. */
   spaceHolds = 0;
+  /** Small memory budgets some starts draw (state-budgets.ts); none when null. */
+  stateBudgets: StateBudgets | null = null;
   /** Fired when a node refuses to start on damaged files (the operator replaces it). */
   onLost: ((node: SimNode) => void) | null = null;
   /** May this node's next recovery find damaged files? The operator's budget decides. */
@@ -148,16 +153,15 @@ export class SimCluster {
    */
   private memberDeps(node: SimNode): Pick<ReplicaDeps, 'largestMemberState' |
     'membersHoldingCatchUp' | 'onCatchUpHeld' | 'onReplicationPaused' |
-    'membersStorageFull'> {
+    'membersStorageFull' | 'memberStateBudget'> {
     return {
       largestMemberState: () => {
-        const spells = this.memorySpells;
-        if (spells === null) return null;
-        const inSpell = spells.inSpell(node.id, this.scheduler.elapsedUs(), (lengthUs) =>
-          this.trace.log(node.id, `too little memory for the state for ` +
-            `${Math.ceil(lengthUs / 1000)} ms`));
-        return inSpell ? { member: 'sim', bytes: SPELL_STATE_BYTES } : null;
+        const inSpell = this.memorySpells?.inSpell(node.id, this.scheduler.elapsedUs(),
+          (lengthUs) => this.trace.log(node.id, `too little memory for the state for ` +
+            `${Math.ceil(lengthUs / 1000)} ms`)) ?? false;
+        return inSpell ? { member: 'sim', bytes: SPELL_STATE_BYTES } : this.largestState(node);
       },
+      memberStateBudget: () => this.smallestVoterBudget(node),
       membersHoldingCatchUp: () => this.nodes.filter((other) => other !== node &&
         other.inc?.running === true && other.inc.replica.catchUpHeldFor() !== null)
         .map((n) => n.id),
@@ -176,6 +180,35 @@ export class SimCluster {
           this.node(id).running()?.replica.storageFull() === true);
       },
     };
+  }
+
+  /** The largest state another running node holds, with its applied index; null: none. */
+  private largestState(node: SimNode):
+    { readonly member: string; readonly bytes: number; readonly appliedIndex: number } | null {
+    let found: { member: string; bytes: number; appliedIndex: number } | null = null;
+    for (const other of this.nodes) {
+      const inc = other === node ? null : other.running();
+      if (inc === null) continue;
+      const bytes = inc.machine.memoryUse().stateBytes;
+      if (found === null || bytes > found.bytes) {
+        found = { member: other.id, bytes, appliedIndex: inc.machine.appliedIndex };
+      }
+    }
+    return found;
+  }
+
+  /** The smallest budget drawn for another running voter of `node`'s configuration. */
+  private smallestVoterBudget(node: SimNode):
+    { readonly member: string; readonly bytes: number } | null {
+    const voters = node.running()?.replica.configuration().voters ?? [];
+    let found: { member: string; bytes: number } | null = null;
+    for (const id of voters) {
+      const other = this.node(id);
+      const bytes = other.stateBudget;
+      if (other === node || bytes === null || other.running() === null) continue;
+      if (found === null || bytes < found.bytes) found = { member: id, bytes };
+    }
+    return found;
   }
 
   /** A new empty node that waits to be added (`serve --join`); not started yet. */
@@ -219,6 +252,10 @@ export class SimCluster {
           this.scheduler.elapsedUs()) ?? false });
     const machine = StateMachine.create();
     const voters = node.joined ? [] : this.initialIds;
+    node.stateBudget = this.stateBudgets?.draw(this.largestState(node)?.bytes ?? 0) ?? null;
+    if (node.stateBudget !== null) {
+      this.trace.log(node.id, `starts with a memory budget of ${node.stateBudget} bytes`);
+    }
     const options: ReplicaOptions = {
       id: node.id, voters, seed: this.rng.seed31(), incarnation: this.rng.nextU32(),
       peers: voters.map((id) => ({ id, host: `sim-${id}`, port: 7000 })), peerLink: true,
@@ -234,6 +271,7 @@ export class SimCluster {
       maxInflightAppends: this.settings.maxInflightAppends,
       maxSnapshotChunkBytes: this.settings.maxSnapshotChunkBytes,
       restoreRoomBytes: SIM_RESTORE_ROOM_BYTES,
+      ...(node.stateBudget !== null ? { maxStateBytes: node.stateBudget } : {}),
     };
     let inc: Incarnation | null = null;
     const replica = new Replica(options, {
@@ -283,8 +321,8 @@ export class SimCluster {
     Promise<ServiceResult<CallOutcome>> | null {
     const inc = node.running();
     if (inc === null) return null;
-    return execute(inc.replica, call).then((result) => (result.kind === 'done'
-      ? { kind: 'done', value: outcomeOf(call, result.value) } : result));
+    return execute(inc.replica, call, undefined, growthOf(call)).then((result) =>
+      (result.kind === 'done' ? { kind: 'done', value: outcomeOf(call, result.value) } : result));
   }
 
   /** Nodes whose replica is running now. */
@@ -464,6 +502,16 @@ export class SimCluster {
     const config = sender.running()?.replica.committedConfiguration();
     if (granted && config !== undefined) this.checkers.observeVoteGranted(from, config);
   }
+}
+
+/**
+ * A call's growth as the memory budget sees it: a byte for every call with a put or an
+ * `incr`. A request's parse estimates it exactly (a put over an equal value adds nothing);
+ * the simulator errs on the side of refusing, which takes nothing from what it checks: a
+ * refused call must take no effect, and the states must never part, whatever each budget.
+ */
+function growthOf(call: KvCall): number {
+  return call.ops.some((op) => op.op === 'put' || op.op === 'incr') ? 1 : 0;
 }
 
 /** A compact description of a peer frame for the trace. */

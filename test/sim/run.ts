@@ -17,6 +17,7 @@ import {
 } from './faults.js';
 import { MemorySpells } from './memory-spells.js';
 import { SpaceSpells } from './space-spells.js';
+import { StateBudgets } from './state-budgets.js';
 import { Operator } from './operator.js';
 import { checkHistory, describeOp, type HistoryOp } from './linearizability.js';
 import { SimRandom } from './random.js';
@@ -50,6 +51,8 @@ export interface RunOptions {
   readonly memorySpellRate?: number;
   /** Exactly this rate of low-space spells per node and step (space-spells.ts). */
   readonly spaceSpellRate?: number;
+  /** Every start under faults draws a small memory budget (state-budgets.ts). */
+  readonly smallBudgets?: boolean;
 }
 
 export const DEFAULT_RUN: Omit<RunOptions, 'seed' | 'nodeCount'> = {
@@ -83,6 +86,8 @@ export interface RunResult {
   readonly spaceHolds: number;
   /** Write calls refused before the log (503 `storage_full`, `memory_full`): no effect. */
   readonly writesRefused: number;
+  /** Starts with a small memory budget. */
+  readonly smallBudgets: number;
   readonly profile: FaultProfile;
   readonly faults: string;
   readonly faultHits: ReadonlyMap<FaultName, number>;
@@ -190,6 +195,7 @@ class Run {
     this.cluster = cluster;
     cluster.memorySpells = new MemorySpells(options.seed, this.faults, options.memorySpellRate);
     cluster.spaceSpells = new SpaceSpells(options.seed, this.faults, options.spaceSpellRate);
+    cluster.stateBudgets = new StateBudgets(options.seed, this.faults, options.smallBudgets);
     cluster.onCrash = (id) => this.onCrash(id);
     this.operator = new Operator(cluster, this.planRng, this.faults, this.trace);
   }
@@ -251,6 +257,7 @@ class Run {
       catchUpHolds: this.cluster.catchUpHolds,
       spaceSpells: this.cluster.spaceSpells?.begun ?? 0, spaceHolds: this.cluster.spaceHolds,
       writesRefused: this.writesRefused,
+      smallBudgets: this.cluster.stateBudgets?.drawn ?? 0,
       profile: this.faults.profile,
       faults: this.faults.describe(), faultHits: this.faults.hitCounts(),
       inconclusiveKeys: this.inconclusive,
@@ -457,6 +464,12 @@ class Run {
     this.clientsStopped = true;
     this.trace.log('sim', 'liveness phase: heal everything');
     cluster.network.heal();
+    // The operator gives a node started with a small budget its memory: a restart.
+    for (const node of cluster.nodes) {
+      if (node.stateBudget !== null && node.inc !== null) {
+        cluster.crash(node, 'restarted by the operator with the default memory budget');
+      }
+    }
     for (const node of cluster.nodes) cluster.start(node);
     this.operatorSteps();
     const deadlineUs = cluster.scheduler.elapsedUs() + LIVENESS_DEADLINE_MS * 1000;
