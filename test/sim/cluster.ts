@@ -61,8 +61,8 @@ export class SimNode {
   lastRole = 'follower';
   /** This incarnation's memory budget (state-budgets.ts); null: the default. */
   stateBudget: number | null = null;
-  /** Since when, as a learner, it holds more than its budget and does not hold back. */
-  pastBudgetSinceUs: number | null = null;
+  /** Since when, as a learner past its budget or low on space, it does not hold back. */
+  unheldSinceUs: number | null = null;
   /** The newest term in which the checkers saw it lead. */
   ledTerm = 0;
   /** Its commit index when first seen leading its newest term; -1 once that advanced. */
@@ -102,7 +102,7 @@ const NEW_LEADER_ISOLATE_AFTER_US_MAX = 20_000;
 const SUPERVISOR_RESTART_MS_MIN = 100;
 const SUPERVISOR_RESTART_MS_MAX = 2_000;
 
-/** Ticks a learner past its budget may take to hold back (`checkLearnerBudget`). */
+/** Ticks a learner past its budget or low on space may take to hold back. */
 const LEARNER_HOLD_TICKS = 2;
 /** Driver steps (reads of appliedIndex) one event may cause before it is a livelock. */
 export const WORK_PER_EVENT_MAX = 200_000;
@@ -381,25 +381,29 @@ export class SimCluster {
   }
 
   /**
-   * A learner whose state passed its own budget holds back within LEARNER_HOLD_TICKS ticks
-   * (replica.ts, `learnerHeldAt`): it applied a batch that crossed the budget, and the next
-   * tick's check stops it. One that goes on catching up would, on a real machine, grow past
-   * the memory it was given.
+   * A learner whose state passed its own budget, or whose volume is low on space, holds back
+   * within LEARNER_HOLD_TICKS ticks (replica.ts, `refreshCatchUpHold`): it may have applied
+   * a batch that crossed its budget, or taken entries as the spell began, and the next
+   * tick's check stops it. One that went on catching up would, on a real machine, grow past
+   * the memory it was given or run its volume out.
    */
-  private checkLearnerBudget(node: SimNode, inc: Incarnation): void {
+  private checkLearnerHold(node: SimNode, inc: Incarnation): void {
     const budget = node.stateBudget;
-    const past = budget !== null && inc.replica.catchUpHeldFor() === null &&
-      inc.replica.health().role === 'learner' && inc.machine.memoryUse().stateBytes > budget;
-    if (!past) {
-      node.pastBudgetSinceUs = null;
+    const unheld = inc.replica.catchUpHeldFor() === null &&
+      inc.replica.health().role === 'learner';
+    const stateBytes = unheld && budget !== null ? inc.machine.memoryUse().stateBytes : 0;
+    const want = !unheld ? null : budget !== null && stateBytes > budget
+      ? `holds a state of ${stateBytes} bytes past its budget of ${budget}`
+      : inc.replica.storageFull() ? 'is low on space' : null;
+    if (want === null) {
+      node.unheldSinceUs = null;
       return;
     }
     const nowUs = this.scheduler.elapsedUs();
-    node.pastBudgetSinceUs ??= nowUs;
-    if (nowUs - node.pastBudgetSinceUs > LEARNER_HOLD_TICKS * this.settings.tickMs * 1000) {
-      this.checkers.fail(`learner ${node.id} holds a state of ` +
-        `${inc.machine.memoryUse().stateBytes} bytes past its budget of ${budget} and has not ` +
-        `held back for ${LEARNER_HOLD_TICKS} ticks`);
+    node.unheldSinceUs ??= nowUs;
+    if (nowUs - node.unheldSinceUs > LEARNER_HOLD_TICKS * this.settings.tickMs * 1000) {
+      this.checkers.fail(`learner ${node.id} ${want} and has not held back for ` +
+        `${LEARNER_HOLD_TICKS} ticks`);
     }
   }
 
@@ -408,7 +412,7 @@ export class SimCluster {
     for (const node of this.nodes) {
       const inc = node.running();
       if (inc === null) continue;
-      this.checkLearnerBudget(node, inc);
+      this.checkLearnerHold(node, inc);
       const status = inc.replica.raftStatus();
       if (status.role !== node.lastRole) {
         if (this.trace.on) this.trace.log(node.id, `${status.role} t${status.term}`);
