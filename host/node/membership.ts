@@ -287,10 +287,16 @@ export class Membership {
     pending.settle(result);
   }
 
-  /** Every waiting change ends now (the node stops). */
+  /**
+   * Every waiting change ends now (the node stops): one the leader appended, or forwarded
+   * and not answered, may yet commit, so its outcome is unknown (as at its deadline).
+   */
   failAll(detail: string): void {
     for (const pending of [...this.pending.values()]) {
-      this.finish(pending, unavailable('shutting_down', detail));
+      this.finish(pending, pending.index > 0 || pending.awaitingAnswer
+        ? unavailable('timeout', `${detail} before the change was confirmed: its outcome is ` +
+          'unknown; GET /api/v1/system/members tells')
+        : unavailable('shutting_down', detail));
     }
     this.retryTimer?.cancel();
     this.retryTimer = null;

@@ -788,7 +788,7 @@ export class Replica implements KvService, MembersService {
     this.state = 'stopping';
     this.tickTimer?.cancel();
     this.sweepTimer?.cancel();
-    this.failEverything('shutting_down', 'the node is shutting down');
+    this.failEverything();
     this.membership.failAll('the node is shutting down');
     for (let i = 0; i < 200 && (this.pumping || this.installing !== null ||
       this.syncInFlight !== null); i++) {
@@ -973,13 +973,23 @@ export class Replica implements KvService, MembersService {
     }
   }
 
-  private failEverything(reason: UnavailableReason, detail: string): void {
-    const writes = [...this.writesBySeq.drain(), ...this.writesAwaitingLeader];
-    this.writesAwaitingLeader.length = 0;
-    for (const pending of writes) pending.waiter.unavailable(unavailable(reason, detail));
+  /**
+   * At stop, answers every call still waiting. A write already proposed may yet commit
+   * through the other members, or be found in this node's log when it restarts: its outcome
+   * is unknown (503 `timeout`), and a client must not send it again as a new write. A write
+   * that waited for a leader was never proposed, and a read changes nothing: 503
+   * `shutting_down`, which another node may be asked as it is.
+   */
+  private failEverything(): void {
+    const unknown = unavailable('timeout', 'the node stopped before the write was answered: ' +
+      'its outcome is unknown');
+    for (const pending of this.writesBySeq.drain()) pending.waiter.unavailable(unknown);
+    const refused = unavailable('shutting_down', 'the node is shutting down');
+    const notProposed = this.writesAwaitingLeader.splice(0);
+    for (const pending of notProposed) pending.waiter.unavailable(refused);
     const reads = this.reads.drain();
     this.readsAwaitingLeader.length = 0;
-    for (const pending of reads) pending.unavailable(unavailable(reason, detail));
+    for (const pending of reads) pending.unavailable(refused);
   }
 
   /** A read evaluates expiry at max(local clock, last applied stamp) (DESIGN.md). */

@@ -84,8 +84,8 @@ export interface RunResult {
   /** Spells of a volume low on space; learners that held back in one. */
   readonly spaceSpells: number;
   readonly spaceHolds: number;
-  /** Write calls refused before the log (503 `storage_full`, `memory_full`): no effect. */
-  readonly writesRefused: number;
+  /** Calls refused before the log (a 503 other than `timeout`): no effect. */
+  readonly callsRefused: number;
   /** Starts with a small memory budget. */
   readonly smallBudgets: number;
   readonly profile: FaultProfile;
@@ -99,8 +99,12 @@ export interface RunResult {
 export const LIVENESS_DEADLINE_MS = 30_000;
 /** Mixed into the seed for the second stream of draws (profile, settings, operator). */
 const PLAN_STREAM_SALT = 0x6d65_6d62;
-/** Refusals a node gives before it proposes anything: the call took no effect. */
-const REFUSED_BEFORE_LOG: readonly UnavailableReason[] = ['storage_full', 'memory_full'];
+/**
+ * The 503 reasons a node gives before the call's writes reach the log: the call took no
+ * effect (docs/http.md). Only `timeout` leaves the outcome unknown.
+ */
+const REFUSED_BEFORE_LOG: readonly UnavailableReason[] = ['no_leader', 'storage_full',
+  'memory_full', 'overloaded', 'shutting_down', 'not_a_member'];
 /** The nemesis draws its faults this often. */
 const NEMESIS_STEP_MS = 250;
 /** Entry bytes per append, drawn per seed: 1 MiB, or small enough to split a catch-up. */
@@ -162,7 +166,7 @@ class Run {
   private seq = 0;
   private answered = 0;
   private unknown = 0;
-  private writesRefused = 0;
+  private callsRefused = 0;
   private crashes = 0;
   private clientsStopped = false;
   private nextLogCheckUs = 0;
@@ -256,7 +260,7 @@ class Run {
       snapshotsRefused: this.cluster.snapshotsRefused,
       catchUpHolds: this.cluster.catchUpHolds,
       spaceSpells: this.cluster.spaceSpells?.begun ?? 0, spaceHolds: this.cluster.spaceHolds,
-      writesRefused: this.writesRefused,
+      callsRefused: this.callsRefused,
       smallBudgets: this.cluster.stateBudgets?.drawn ?? 0,
       profile: this.faults.profile,
       faults: this.faults.describe(), faultHits: this.faults.hitCounts(),
@@ -342,9 +346,9 @@ class Run {
     client.waiting = null;
     const outcome = result !== null && result.kind === 'done' ? result.value : null;
     if (result?.kind === 'unavailable' && REFUSED_BEFORE_LOG.includes(result.reason)) {
-      // Refused at admission: it took no effect, so it has no place in the history. Were it
+      // Refused before the log: it took no effect, so it has no place in the history. Were it
       // applied all the same, the final reads would find a value or a count it cannot explain.
-      this.writesRefused++;
+      this.callsRefused++;
       if (this.trace.on) this.trace.log(client.id, `<- refused: ${result.reason}`);
     } else {
       this.record(client.id, waiting.planned, outcome, waiting.call);

@@ -149,7 +149,7 @@ describe('deterministic simulation', () => {
         faultRates: { 'node.crash': 0.03, 'member.change': 0.2 } });
       expect(verdict(result)).toBe('ok');
       expect(result.spaceHolds).toBeGreaterThan(0);
-      refused += result.writesRefused;
+      refused += result.callsRefused;
     }
     expect(refused).toBeGreaterThan(0);
     expect(lines.held).toBeGreaterThan(0);
