@@ -4,7 +4,7 @@
  * report on stdout, exit 0 when every check passed, 1 when one failed (the run directory,
  * with each node's log and the history, is kept and named), 2 on a usage error.
  *
- * --nemesis takes a comma-separated list of partition, one-way, delay, flaky, kill, pause
+ * --nemesis takes a comma-separated list of partition, one-way, delay, flaky, kill, pause, stop
  * (all of them by default) and `none`; --membership adds the membership nemesis, which needs
  * `/api/v1/system/members` on the nodes.
  */

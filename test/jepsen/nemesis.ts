@@ -6,9 +6,10 @@
  *
  * Kinds: partition (two sides, links across stalled or reset), one-way (some directed links
  * only), delay, flaky (links that cut connections at random), kill (SIGKILL, then restart,
- * sometimes at once), pause (SIGSTOP, then SIGCONT), and membership (remove a follower
- * through `DELETE /api/v1/system/members/:id`, wipe it, start it with `--join`, add it as a
- * learner and promote it): that one is off unless asked for, until the membership API is in.
+ * sometimes at once), stop (SIGTERM: a graceful stop under load, as in a rolling restart,
+ * which must exit 0; then restart), pause (SIGSTOP, then SIGCONT), and membership (remove
+ * a follower through `DELETE /api/v1/system/members/:id`, wipe it, start it with `--join`,
+ * add it as a learner and promote it): that one is off unless asked for.
  * Beside the schedule, `runProbes` has an outsider probe the peer ports all along.
  */
 import { encodeMessage } from '../../host/core/raft/message-codec.js';
@@ -19,7 +20,7 @@ import {
 import type { LinkMode } from './proxy.js';
 
 export const NEMESIS_KINDS = ['partition', 'one-way', 'delay', 'flaky', 'kill', 'pause',
-  'membership'] as const;
+  'stop', 'membership'] as const;
 export type NemesisKind = (typeof NEMESIS_KINDS)[number];
 /** Everything but membership, which needs the membership API. */
 export const DEFAULT_NEMESES: readonly NemesisKind[] = NEMESIS_KINDS.filter((k) =>
@@ -148,6 +149,18 @@ async function kill(context: NemesisContext): Promise<[string, Heal]> {
   return [`SIGKILL ${id}`, async () => cluster.restart(id)];
 }
 
+async function stop(context: NemesisContext): Promise<[string, Heal]> {
+  const { cluster, random } = context;
+  const id = await target(context);
+  const atOnce = random() < 0.33;
+  await cluster.terminate(id);
+  if (atOnce) {
+    await cluster.restart(id);
+    return [`SIGTERM ${id}, restarted at once`, async () => undefined];
+  }
+  return [`SIGTERM ${id}`, async () => cluster.restart(id)];
+}
+
 async function pause(context: NemesisContext): Promise<[string, Heal]> {
   const id = await target(context);
   context.cluster.pause(id);
@@ -156,7 +169,7 @@ async function pause(context: NemesisContext): Promise<[string, Heal]> {
 
 export const INJECTORS: Record<NemesisKind, (context: NemesisContext) =>
   Promise<[string, Heal]>> = {
-  partition, 'one-way': oneWay, delay, flaky, kill, pause,
+  partition, 'one-way': oneWay, delay, flaky, kill, pause, stop,
   membership: async (context) => replaceMember(context),
 };
 

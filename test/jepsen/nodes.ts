@@ -17,6 +17,11 @@ import { LinkProxy } from './proxy.js';
 /** How long a node may take to answer /health after a (re)start. */
 const START_TIMEOUT_MS = 30_000;
 /**
+ * How long a node may take to stop on SIGTERM: it hands leadership over (up to 2 s), drains
+ * the calls in flight (up to 5 s), then flushes and closes.
+ */
+const TERMINATE_WAIT_MS = 20_000;
+/**
  * Starts of one node that may meet a port taken in the meantime. A port is chosen free, then
  * handed to the node; on a loaded machine another process's outgoing connection can take it
  * in between, and the node refuses to start ("already in use"): that is the harness's race,
@@ -50,6 +55,8 @@ export interface NodeExit {
   readonly signal: string | null;
   /** False when the node died without the nemesis killing it: always a finding. */
   readonly expected: boolean;
+  /** Stopped by SIGTERM: a graceful stop, which must exit 0. */
+  readonly graceful: boolean;
   readonly atMs: number;
 }
 
@@ -68,6 +75,8 @@ interface Member {
   child: ChildProcess | null;
   paused: boolean;
   killing: boolean;
+  /** The nemesis sent SIGTERM: the exit must be a clean one. */
+  terminating: boolean;
 }
 
 export class JepsenCluster {
@@ -111,7 +120,7 @@ export class JepsenCluster {
       mkdirSync(dataDir, { recursive: true });
       this.members.push({ id, ids: [id], index: i, clientPort: ports[2 * i] ?? 0,
         peerPort: ports[2 * i + 1] ?? 0, dataDir, logFile: join(this.dir, `${id}.log`), args: [],
-        child: null, paused: false, killing: false });
+        child: null, paused: false, killing: false, terminating: false });
     }
     for (const from of this.members) {
       const row: Array<LinkProxy | null> = [];
@@ -180,9 +189,10 @@ export class JepsenCluster {
     const startedMs = Date.now();
     child.once('exit', (code, signal) => {
       this.exits.push({ id: member.id, code, signal, expected: member.killing,
-        atMs: Date.now() - startedMs });
+        graceful: member.terminating, atMs: Date.now() - startedMs });
       if (member.child === child) member.child = null;
       member.killing = false;
+      member.terminating = false;
     });
   }
 
@@ -216,6 +226,25 @@ export class JepsenCluster {
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGKILL');
     await exited;
+  }
+
+  /**
+   * SIGTERM, waiting for the exit: the node hands leadership over, answers what it can and
+   * exits 0. One that has not exited within TERMINATE_WAIT_MS is killed (its exit then
+   * says SIGKILL, a finding).
+   */
+  async terminate(id: string): Promise<void> {
+    const member = this.member(id);
+    const child = member.child;
+    if (child === null) return;
+    this.resume(id);
+    member.killing = true;
+    member.terminating = true;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const late = setTimeout(() => child.kill('SIGKILL'), TERMINATE_WAIT_MS);
+    await exited;
+    clearTimeout(late);
   }
 
   async restart(id: string): Promise<void> {

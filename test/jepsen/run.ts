@@ -170,6 +170,9 @@ async function nodeVerdict(cluster: JepsenCluster, recovery: string | null,
     if (!exit.expected) {
       problems.push(`${exit.id} exited on its own (code ${exit.code}, signal ${exit.signal}) ` +
         `after ${exit.atMs} ms; see ${cluster.member(exit.id).logFile}`);
+    } else if (exit.graceful && exit.code !== 0) {
+      problems.push(`${exit.id} did not stop cleanly on SIGTERM (code ${exit.code}, signal ` +
+        `${exit.signal}) after ${exit.atMs} ms; see ${cluster.member(exit.id).logFile}`);
     }
   }
   if (recovery !== null) problems.push(recovery);

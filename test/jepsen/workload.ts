@@ -96,6 +96,19 @@ function getOutput(result: GetResult): KvOutput {
   return { kind: 'get', found: result.found, value: result.found ? text(result.value) : null };
 }
 
+/**
+ * An answer that refuses a write before the log: a 4xx (a 429 included), or a 503 with any
+ * reason but `timeout`, the one whose outcome is unknown (`kv_disabled`, `no_leader`,
+ * `shutting_down`, ...).
+ */
+function refusedBeforeLog(status: number, body: unknown): boolean {
+  if (status >= 400 && status < 500) return true;
+  if (status !== 503 || typeof body !== 'object' || body === null) return false;
+  const { error, reason } = body as { error?: unknown; reason?: unknown };
+  return error === 'kv_disabled' || (error === 'kv_unavailable' && typeof reason === 'string' &&
+    reason !== 'timeout');
+}
+
 function results(body: unknown): unknown[] | null {
   const list = (body as { results?: unknown })?.results;
   return Array.isArray(list) ? list : null;
@@ -197,9 +210,10 @@ export class Client {
       }
     }
     // A read has no effect, so any other answer is a plain failure; so is a write that
-    // never reached the node, or one refused before the log (a 4xx, a 429).
+    // never reached the node, or one refused before the log (a 4xx, a 429, a 503 but
+    // `timeout`: docs/http.md). Were one applied all the same, the checkers would find it.
     const definite = !isWrite || result.kind === 'refused' ||
-      (result.kind === 'answer' && result.status >= 400 && result.status < 500);
+      (result.kind === 'answer' && refusedBeforeLog(result.status, result.body));
     this.context.history.complete(op, definite ? 'fail' : 'info', unknownParts, response);
     return { result, op };
   }
