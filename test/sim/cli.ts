@@ -128,12 +128,13 @@ async function main(): Promise<number> {
   const spaceHolds = results.reduce((sum, r) => sum + r.spaceHolds, 0);
   const callsRefused = results.reduce((sum, r) => sum + r.callsRefused, 0);
   const budgets = results.reduce((sum, r) => sum + r.smallBudgets, 0);
+  const stops = results.reduce((sum, r) => sum + r.gracefulStops, 0);
   console.log(`${changes} membership changes, ${replaced} damaged nodes replaced, ` +
     `${churn} churn-profile seeds, ${refused} snapshots refused for want of room, ` +
     `${holds} catch-ups held for want of memory`);
   console.log(`${spaceSpells} volumes low on space, ${spaceHolds} learners held back for ` +
-    `space, ${budgets} starts with a small memory budget; ${callsRefused} calls ` +
-    'refused before the log (a 503 other than timeout)');
+    `space, ${budgets} starts with a small memory budget, ${stops} graceful stops; ` +
+    `${callsRefused} calls refused before the log (a 503 other than timeout)`);
   console.log(`${results.length - failed.length} passed, ${failed.length} failed`);
   return failed.length > 0 ? 1 : 0;
 }

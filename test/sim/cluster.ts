@@ -29,6 +29,7 @@ import {
   type MemorySpells, SIM_RESTORE_ROOM_BYTES, SPELL_STATE_BYTES,
 } from './memory-spells.js';
 import { SimNetwork } from './network.js';
+import type { GracefulStops } from './graceful-stops.js';
 import type { SpaceSpells } from './space-spells.js';
 import type { StateBudgets } from './state-budgets.js';
 import type { SimRandom } from './random.js';
@@ -125,6 +126,8 @@ export class SimCluster {
   memorySpells: MemorySpells | null = null;
   /** Times a node began to hold back from catching up, in a spell of too little memory. */
   catchUpHolds = 0;
+  /** Graceful stops the nemesis makes (graceful-stops.ts); none when null. */
+  gracefulStops: GracefulStops | null = null;
   /** Spells of a volume below its free-space floor (space-spells.ts); none when null. */
   spaceSpells: SpaceSpells | null = null;
   /** Times a learner began to hold back from catching up, low on space. */
@@ -305,6 +308,27 @@ export class SimCluster {
     });
   }
 
+  /**
+   * SIGTERM: a leader hands leadership over (up to `transferMs`), then the replica stops,
+   * answering every call still waiting on it; what it wrote reaches its disk; the
+   * supervisor starts it again later.
+   */
+  async stopGracefully(node: SimNode, transferMs: number): Promise<void> {
+    const inc = node.running();
+    if (inc === null) return;
+    this.trace.log(node.id, 'SIGTERM: stops gracefully');
+    await inc.replica.transferLeadership(transferMs);
+    if (node.inc !== inc) return;
+    await inc.replica.stop();
+    if (node.inc !== inc) return;
+    node.inc = null;
+    inc.clock.kill();
+    inc.storage.exitCleanly();
+    this.network.detach(node.id);
+    this.trace.log(node.id, 'stopped');
+    this.restartLater(node);
+  }
+
   /** The process dies: timers, unsynced writes and in-flight frames to it are gone. */
   crash(node: SimNode, why: string): void {
     const inc = node.inc;
@@ -381,19 +405,21 @@ export class SimCluster {
   }
 
   /**
-   * A learner whose state passed its own budget, or whose volume is low on space, holds back
-   * within LEARNER_HOLD_TICKS ticks (replica.ts, `refreshCatchUpHold`): it may have applied
+   * A learner holds back within LEARNER_HOLD_TICKS ticks (replica.ts, `refreshCatchUpHold`)
+   * once the state passes its own budget, or its volume is low on space: it may have applied
    * a batch that crossed its budget, or taken entries as the spell began, and the next
-   * tick's check stops it. One that went on catching up would, on a real machine, grow past
-   * the memory it was given or run its volume out.
+   * tick's check stops it. The state is judged at the newest index a running node has
+   * applied: a learner behind deletes that brought the state back under its budget may
+   * catch up through them. One that went on catching up otherwise would, on a real machine,
+   * grow past the memory it was given or run its volume out.
    */
   private checkLearnerHold(node: SimNode, inc: Incarnation): void {
     const budget = node.stateBudget;
     const unheld = inc.replica.catchUpHeldFor() === null &&
       inc.replica.health().role === 'learner';
-    const stateBytes = unheld && budget !== null ? inc.machine.memoryUse().stateBytes : 0;
+    const stateBytes = unheld && budget !== null ? this.newestStateBytes() : 0;
     const want = !unheld ? null : budget !== null && stateBytes > budget
-      ? `holds a state of ${stateBytes} bytes past its budget of ${budget}`
+      ? `is behind a state of ${stateBytes} bytes, past its budget of ${budget},`
       : inc.replica.storageFull() ? 'is low on space' : null;
     if (want === null) {
       node.unheldSinceUs = null;
@@ -405,6 +431,19 @@ export class SimCluster {
       this.checkers.fail(`learner ${node.id} ${want} and has not held back for ` +
         `${LEARNER_HOLD_TICKS} ticks`);
     }
+  }
+
+  /** The state's bytes at the newest index a running node has applied. */
+  private newestStateBytes(): number {
+    let index = -1;
+    let bytes = 0;
+    for (const other of this.nodes) {
+      const inc = other.running();
+      if (inc === null || inc.machine.appliedIndex <= index) continue;
+      index = inc.machine.appliedIndex;
+      bytes = inc.machine.memoryUse().stateBytes;
+    }
+    return bytes;
   }
 
   /** Checks after every event: leaders per term, role changes for the trace. */

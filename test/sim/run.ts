@@ -16,6 +16,7 @@ import {
   CHURN_PROFILE_CHANCE, Faults, FAULT_NAMES, type FaultName, type FaultProfile,
 } from './faults.js';
 import { MemorySpells } from './memory-spells.js';
+import { GracefulStops } from './graceful-stops.js';
 import { SpaceSpells } from './space-spells.js';
 import { StateBudgets } from './state-budgets.js';
 import { Operator } from './operator.js';
@@ -53,6 +54,8 @@ export interface RunOptions {
   readonly spaceSpellRate?: number;
   /** Every start under faults draws a small memory budget (state-budgets.ts). */
   readonly smallBudgets?: boolean;
+  /** Exactly this rate of graceful stops per nemesis step (graceful-stops.ts). */
+  readonly gracefulStopRate?: number;
 }
 
 export const DEFAULT_RUN: Omit<RunOptions, 'seed' | 'nodeCount'> = {
@@ -88,6 +91,8 @@ export interface RunResult {
   readonly callsRefused: number;
   /** Starts with a small memory budget. */
   readonly smallBudgets: number;
+  /** Graceful stops (SIGTERM) the nemesis made. */
+  readonly gracefulStops: number;
   readonly profile: FaultProfile;
   readonly faults: string;
   readonly faultHits: ReadonlyMap<FaultName, number>;
@@ -105,6 +110,8 @@ const PLAN_STREAM_SALT = 0x6d65_6d62;
  */
 const REFUSED_BEFORE_LOG: readonly UnavailableReason[] = ['no_leader', 'storage_full',
   'memory_full', 'overloaded', 'shutting_down', 'not_a_member'];
+/** How long a node stopped gracefully waits for its leadership to pass (host/node/main.ts). */
+const SHUTDOWN_TRANSFER_MS = 2_000;
 /** The nemesis draws its faults this often. */
 const NEMESIS_STEP_MS = 250;
 /** Entry bytes per append, drawn per seed: 1 MiB, or small enough to split a catch-up. */
@@ -200,6 +207,8 @@ class Run {
     cluster.memorySpells = new MemorySpells(options.seed, this.faults, options.memorySpellRate);
     cluster.spaceSpells = new SpaceSpells(options.seed, this.faults, options.spaceSpellRate);
     cluster.stateBudgets = new StateBudgets(options.seed, this.faults, options.smallBudgets);
+    cluster.gracefulStops = new GracefulStops(options.seed, this.faults,
+      options.gracefulStopRate);
     cluster.onCrash = (id) => this.onCrash(id);
     this.operator = new Operator(cluster, this.planRng, this.faults, this.trace);
   }
@@ -262,6 +271,7 @@ class Run {
       spaceSpells: this.cluster.spaceSpells?.begun ?? 0, spaceHolds: this.cluster.spaceHolds,
       callsRefused: this.callsRefused,
       smallBudgets: this.cluster.stateBudgets?.drawn ?? 0,
+      gracefulStops: this.cluster.gracefulStops?.begun ?? 0,
       profile: this.faults.profile,
       faults: this.faults.describe(), faultHits: this.faults.hitCounts(),
       inconclusiveKeys: this.inconclusive,
@@ -415,6 +425,8 @@ class Run {
     cluster.spaceSpells?.step(cluster.nodes.map((n) => n.id), cluster.scheduler.elapsedUs(),
       (id, lengthUs) => this.trace.log(id, `volume low on space for ` +
         `${Math.ceil(lengthUs / 1000)} ms`));
+    const stopping = cluster.gracefulStops?.pick(cluster.runningNodes()) ?? null;
+    if (stopping !== null) void cluster.stopGracefully(stopping, SHUTDOWN_TRANSFER_MS);
     this.operator.step();
     this.later(NEMESIS_STEP_MS, () => this.nemesis());
   }

@@ -181,6 +181,23 @@ describe('deterministic simulation', () => {
     expect(lines.again).toBeGreaterThan(0);
   }, 60_000);
 
+  it('graceful stops: a write the node proposed is answered as unknown, anything else as ' +
+    'refused, and no refused write applies', async () => {
+    // Seeds 2 and 5 failed when a stopping node answered every waiting write shutting_down
+    // (refused, nothing changed): a write it had proposed committed through the others,
+    // and the final reads found a value no acknowledged or unknown write explains.
+    let stopped = 0;
+    for (const seed of [2, 5]) {
+      const result = await runSeed({ ...DEFAULT_RUN, seed, nodeCount: seed % 2 === 0 ? 3 : 5,
+        trace: true, gracefulStopRate: 0.08, traceSink: (line) => {
+          if (line.endsWith(' stopped')) stopped++;
+        } });
+      expect(verdict(result)).toBe('ok');
+      expect(result.gracefulStops).toBeGreaterThan(0);
+    }
+    expect(stopped).toBeGreaterThan(0);
+  }, 60_000);
+
   it('seed 901265: a damaged node is replaced, a stopped one restarted, liveness holds',
     async () => {
       // Once failed its liveness check: n1 refused a corrupted hard state and n3 stopped on

@@ -8,8 +8,19 @@
 import type { Faults } from './faults.js';
 import { SimRandom } from './random.js';
 
-/** Chance that a seed has spells of a kind at all. */
+/** Chance that a seed has spells (or stops, graceful-stops.ts) of a kind at all. */
 const SPELLS_ENABLED_CHANCE = 0.3;
+
+/**
+ * A seed's rate for a kind of fault with its own stream: `fixedRate` when given (a test of
+ * the scenario), else null for most seeds and a draw from `range` for the others.
+ */
+export function seedRate(rng: SimRandom, range: readonly [number, number],
+  fixedRate?: number): number | null {
+  if (fixedRate !== undefined) return fixedRate;
+  const [low, high] = range;
+  return rng.chance(SPELLS_ENABLED_CHANCE) ? low + (high - low) * rng.float() : null;
+}
 
 export class Spells {
   private readonly rng: SimRandom;
@@ -22,13 +33,7 @@ export class Spells {
   constructor(seed: number, salt: number, protected readonly faults: Faults,
     rateRange: readonly [number, number], fixedRate?: number) {
     this.rng = new SimRandom(seed ^ salt);
-    if (fixedRate !== undefined) {
-      this.rate = fixedRate;
-    } else {
-      const [low, high] = rateRange;
-      this.rate = this.rng.chance(SPELLS_ENABLED_CHANCE)
-        ? low + (high - low) * this.rng.float() : null;
-    }
+    this.rate = seedRate(this.rng, rateRange, fixedRate);
   }
 
   /** Whether `node` is in a spell at `nowUs`. */

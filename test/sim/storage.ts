@@ -370,16 +370,31 @@ export class SimStorage implements Storage {
    */
   crash(): void {
     if (this.dead) return;
-    this.dead = true;
-    const unsynced = [...this.syncing.flat(), ...this.pending];
-    this.syncing = [];
-    this.pending = [];
+    const unsynced = this.die();
     if (unsynced.length === 0 || !this.faults.maybe('wal.torn-write')) return;
     const keep = this.rng.between(1, unsynced.length);
     for (let i = 0; i < keep; i++) {
       this.disk.applyOp(unsynced[i] as PendingOp, i === keep - 1);
     }
     this.trace.log(this.disk.nodeId, `crash keeps ${keep}/${unsynced.length} unsynced writes`);
+  }
+
+  /**
+   * The process exits cleanly (a graceful stop): what it wrote reaches the disk in order, as
+   * the page cache writes it back, and nothing of this incarnation runs afterwards.
+   */
+  exitCleanly(): void {
+    if (this.dead) return;
+    for (const op of this.die()) this.disk.applyOp(op, false);
+  }
+
+  /** This incarnation ends: nothing of it runs after; returns its unsynced writes in order. */
+  private die(): PendingOp[] {
+    this.dead = true;
+    const unsynced = [...this.syncing.flat(), ...this.pending];
+    this.syncing = [];
+    this.pending = [];
+    return unsynced;
   }
 
   /** Runs `work` after `delayUs` of simulated time, unless the process died meanwhile. */
