@@ -294,8 +294,8 @@ export class Membership {
   failAll(detail: string): void {
     for (const pending of [...this.pending.values()]) {
       this.finish(pending, pending.index > 0 || pending.awaitingAnswer
-        ? unavailable('timeout', `${detail} before the change was confirmed: its outcome is ` +
-          'unknown; GET /api/v1/system/members tells')
+        ? unavailable('timeout', 'the node stopped before the change was confirmed: its ' +
+          'outcome is unknown; GET /api/v1/system/members tells')
         : unavailable('shutting_down', detail));
     }
     this.retryTimer?.cancel();
