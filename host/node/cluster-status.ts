@@ -113,6 +113,17 @@ export class ClusterStatus {
   }
 
   /**
+   * Sends this node's status to every member now, besides the rounds (nothing before
+   * `start`): a change the others act on, a hold begun or ended, reaches them within a round
+   * trip instead of up to a round later. A leader that heard a learner's hold a round late
+   * could promote it meanwhile.
+   */
+  announce(): void {
+    if (this.url === null || this.timer === null) return;
+    this.sendToMembers(this.currentMembers());
+  }
+
+  /**
    * Takes `frame` if it is a status frame (true, whether it was valid or not), or leaves it
    * to the Raft core (false). A status must come from the member it names.
    */
@@ -309,11 +320,15 @@ export class ClusterStatus {
   private sendRound(): void {
     const members = this.currentMembers();
     this.forgetNonMembers(members);
+    this.sendToMembers(members);
+    this.timer = this.deps.scheduler.after(STATUS_SEND_EVERY_MS, () => this.sendRound());
+  }
+
+  private sendToMembers(members: readonly string[]): void {
     const frame = encodeStatusFrame(this.selfStatus());
     for (const id of members) {
       if (id !== this.selfId) this.deps.transport.send(id, frame);
     }
-    this.timer = this.deps.scheduler.after(STATUS_SEND_EVERY_MS, () => this.sendRound());
   }
 
   /** Sends this node's status to one member; nothing before `start` (no URL to give yet). */

@@ -301,14 +301,20 @@ function reportSnapshot(metrics: NodeMetrics,
 
 /**
  * What a member that holds back from catching up (too little memory for the state, or a
- * learner low on space), and its leader, say of it (replica.ts). `heldFor`: what a member's
- * status says it holds back for.
+ * learner low on space), and its leader, say of it (replica.ts): the member logs it and
+ * tells every member at once (`announce`, its status), so its leader stops sending it the
+ * log, and refuses to promote it, within a round trip.
  */
-function catchUpReports(logger: Logger, heldFor: (member: string) => string | null):
+function catchUpReports(logger: Logger, cluster: ClusterStatus):
   Pick<ReplicaDeps, 'onCatchUpHeld' | 'onReplicationPaused'> {
-  return { onCatchUpHeld: (hold) => reportCatchUpHeld(logger, hold),
+  return {
+    onCatchUpHeld: (hold) => {
+      reportCatchUpHeld(logger, hold);
+      cluster.announce();
+    },
     onReplicationPaused: (member, paused) =>
-      reportReplicationPaused(logger, member, paused, heldFor(member)) };
+      reportReplicationPaused(logger, member, paused, cluster.catchUpHeldFor(member)),
+  };
 }
 
 /** A follower that holds its leader's entries says so, and why, and when it ends. */
@@ -375,7 +381,7 @@ export async function serve(config: NodeConfig): Promise<void> {
     onFatal: fatal, onSwept: (removed) => metrics.sweptKeys(removed),
     onCheckpoint: (verdict) => metrics.checkpointApplied(verdict),
     onSnapshot: reportSnapshot(metrics, logger), onStartPhase: startup.mark,
-    ...catchUpReports(logger, (member) => cluster.catchUpHeldFor(member)) });
+    ...catchUpReports(logger, cluster) });
   await replica.start();
   watchSpace(storage, metrics);
   const http = await startHttpServer({

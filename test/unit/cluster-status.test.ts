@@ -172,6 +172,26 @@ describe('cluster status', () => {
     expect(sent).toHaveLength(4);
   });
 
+  it('announces its status to every other member at once, besides the rounds', () => {
+    // A learner that begins to hold back says so now (main.ts, catchUpReports): its leader
+    // must not promote it a round later on what it last heard.
+    const { cluster, scheduler, sent, setMembers } = harness();
+    cluster.announce();
+    expect(sent).toEqual([]);
+    cluster.start('http://127.0.0.1:6632');
+    sent.length = 0;
+    setMembers(['n1', 'n2', 'n3', 'n4']);
+    cluster.announce();
+    expect(sent.map(([to]) => to)).toEqual(['n2', 'n3', 'n4']);
+    expect(decodeStatusFrame(sent[0]![1])).toMatchObject({ id: 'n1', sentAtMs: scheduler.now });
+    // The rounds go on at their pace.
+    scheduler.advance(STATUS_SEND_EVERY_MS);
+    expect(sent).toHaveLength(6);
+    cluster.stop();
+    cluster.announce();
+    expect(sent).toHaveLength(6);
+  });
+
   it('sends its status to a peer whose link came up, once started, to members only', () => {
     const { cluster, sent } = harness();
     cluster.linkUp('n2');
