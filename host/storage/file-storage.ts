@@ -140,6 +140,12 @@ export class FileStorage implements Storage {
   private spareSnapshot: string | null = null;
   /** Its length, read once when it became the spare: room a snapshot may write over. */
   private spareSnapshotBytes = 0;
+  /**
+   * Snapshots being written (this node's own, and one from its leader may run beside it),
+   * each with the length of the spare it writes over (0: a new file): the room they have yet
+   * to take is not free for another (`reservedSnapshotBytes`).
+   */
+  private readonly snapshotsWriting = new Map<SnapshotFileWriter, number>();
   /** Streams (`snapshotChunks`) open on each snapshot index: such a file is never a spare. */
   private readonly snapshotStreams = new Map<number, number>();
   private latestHardState: HardState = EMPTY_HARD_STATE;
@@ -405,10 +411,12 @@ export class FileStorage implements Storage {
         `${this.snapshotIndex}`);
     }
     const spare = this.spareSnapshot;
+    const overBytes = this.spareRoomBytes();
     this.assertRoomForSnapshot(meta.index, dataBytes);
     this.spareSnapshot = null;
     const writer = await this.guardIo(() => this.withRoom(meta.index, dataBytes, null,
       () => SnapshotFileWriter.create(this.snapDir, meta, dataBytes, this.observe, spare)));
+    this.snapshotsWriting.set(writer, overBytes);
     return {
       meta,
       dataBytes,
@@ -428,9 +436,28 @@ export class FileStorage implements Storage {
    * room for its own length.
    */
   private assertRoomForSnapshot(index: number, dataBytes: number): void {
-    const free = this.readFreeBytes(this.dir) + this.spareRoomBytes();
+    const reserved = this.reservedSnapshotBytes();
+    const free = this.readFreeBytes(this.dir) + this.spareRoomBytes() - reserved;
     if (free - dataBytes >= SNAPSHOT_SLACK_BYTES) return;
-    throw new SnapshotNoRoomError(index, dataBytes, `${free} bytes free`);
+    throw new SnapshotNoRoomError(index, dataBytes, `${free} bytes free` + (reserved > 0
+      ? ` beside the ${reserved} a snapshot being written has yet to take` : ''));
+  }
+
+  /**
+   * The bytes the snapshots being written have yet to take from the volume: what each has
+   * left to write beyond the spare it writes over (bytes written are already off the free
+   * space the file system reports).
+   */
+  private reservedSnapshotBytes(): number {
+    let reserved = 0;
+    for (const [writer, overBytes] of this.snapshotsWriting) {
+      if (writer.isClosed) {
+        this.snapshotsWriting.delete(writer);
+        continue;
+      }
+      reserved += Math.max(0, writer.dataBytes - Math.max(writer.writtenBytes, overBytes));
+    }
+    return reserved;
   }
 
   /**
@@ -608,10 +635,12 @@ export class FileStorage implements Storage {
 
   /**
    * The largest snapshot `createSnapshot` would take now: free bytes (read at most every
-   * 500 ms) and the spare snapshot file it would write over, less SNAPSHOT_SLACK_BYTES.
+   * 500 ms) and the spare snapshot file it would write over, less what the snapshots being
+   * written have yet to take and SNAPSHOT_SLACK_BYTES.
    */
   snapshotRoomBytes(): number {
-    return Math.max(0, this.freeBytes() + this.spareRoomBytes() - SNAPSHOT_SLACK_BYTES);
+    return Math.max(0, this.freeBytes() + this.spareRoomBytes() - this.reservedSnapshotBytes() -
+      SNAPSHOT_SLACK_BYTES);
   }
 
   /** Bytes of the spare snapshot file a new snapshot would write over (0: none). */

@@ -215,6 +215,11 @@ export class SnapshotFileWriter {
     return this.written;
   }
 
+  /** Closed: finished (its bytes durable) or aborted; it writes nothing more. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** Appends the next bytes of data. Throws past `dataBytes` (a bug in the caller). */
   async write(chunk: Uint8Array): Promise<void> {
     if (this.closed) throw new Error('assertion failed: write to a closed snapshot file');

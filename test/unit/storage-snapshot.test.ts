@@ -282,3 +282,29 @@ it('a snapshot whose term matches the log at its index keeps the later entries (
 async function walSegments(dir: string): Promise<string[]> {
   return (await readdir(join(dir, 'wal'))).filter((name) => name.endsWith('.wal'));
 }
+
+it('a snapshot being written holds the room it has yet to take from another', async () => {
+  // A follower's own snapshot and one from its leader may be written side by side: each
+  // checked the free space against its own size only, and both could run the volume out.
+  const MIB = 1024 * 1024;
+  const dir = await freshDir();
+  const storage = new FileStorage(dir, { segmentBytesMax: SMALL_SEGMENT_BYTES,
+    preallocate: false, readFreeBytes: () => 100 * MIB });
+  await storage.recover();
+  expect(storage.snapshotRoomBytes()).toBe(96 * MIB);
+  const own = await storage.createSnapshot(meta(5), 60 * MIB);
+  expect(storage.snapshotRoomBytes()).toBe(36 * MIB);
+  await own.write(new Uint8Array(MIB));
+  // A byte written is off the free space the file system reports, not reserved twice; the
+  // reading here is fixed, so the room grows by it.
+  expect(storage.snapshotRoomBytes()).toBe(37 * MIB);
+  await expect(storage.createSnapshot(meta(6), 50 * MIB)).rejects.toThrow(
+    /a snapshot being written has yet to take/);
+  const small = await storage.createSnapshot(meta(7), 30 * MIB);
+  await small.abort();
+  await own.abort();
+  expect(storage.snapshotRoomBytes()).toBe(96 * MIB);
+  const after = await storage.createSnapshot(meta(8), 50 * MIB);
+  await after.abort();
+  await storage.close();
+});
