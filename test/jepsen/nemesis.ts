@@ -136,29 +136,21 @@ async function flaky(context: NemesisContext): Promise<[string, Heal]> {
     'connections', healLinks(context)];
 }
 
-async function kill(context: NemesisContext): Promise<[string, Heal]> {
-  const { cluster, random } = context;
-  const id = await target(context);
-  // A third of the kills restart at once: the data directory must be free right away.
-  const atOnce = random() < 0.33;
-  await cluster.kill(id);
-  if (atOnce) {
-    await cluster.restart(id);
-    return [`SIGKILL ${id}, restarted at once`, async () => undefined];
-  }
-  return [`SIGKILL ${id}`, async () => cluster.restart(id)];
-}
-
-async function stop(context: NemesisContext): Promise<[string, Heal]> {
+/**
+ * Ends a node's process by `signal` (the leader half the time), then starts it again: at
+ * once a third of the time (the data directory must be free right away), else at the heal.
+ */
+async function endProcess(context: NemesisContext, signal: 'SIGKILL' | 'SIGTERM'):
+  Promise<[string, Heal]> {
   const { cluster, random } = context;
   const id = await target(context);
   const atOnce = random() < 0.33;
-  await cluster.terminate(id);
+  await (signal === 'SIGKILL' ? cluster.kill(id) : cluster.terminate(id));
   if (atOnce) {
     await cluster.restart(id);
-    return [`SIGTERM ${id}, restarted at once`, async () => undefined];
+    return [`${signal} ${id}, restarted at once`, async () => undefined];
   }
-  return [`SIGTERM ${id}`, async () => cluster.restart(id)];
+  return [`${signal} ${id}`, async () => cluster.restart(id)];
 }
 
 async function pause(context: NemesisContext): Promise<[string, Heal]> {
@@ -169,7 +161,9 @@ async function pause(context: NemesisContext): Promise<[string, Heal]> {
 
 export const INJECTORS: Record<NemesisKind, (context: NemesisContext) =>
   Promise<[string, Heal]>> = {
-  partition, 'one-way': oneWay, delay, flaky, kill, pause, stop,
+  partition, 'one-way': oneWay, delay, flaky, pause,
+  kill: (context) => endProcess(context, 'SIGKILL'),
+  stop: (context) => endProcess(context, 'SIGTERM'),
   membership: async (context) => replaceMember(context),
 };
 

@@ -325,7 +325,7 @@ export class SimCluster {
     inc.clock.kill();
     inc.storage.exitCleanly();
     this.network.detach(node.id);
-    this.trace.log(node.id, 'stopped');
+    this.trace.log(node.id, 'stopped gracefully');
     this.restartLater(node);
   }
 
@@ -415,12 +415,14 @@ export class SimCluster {
    */
   private checkLearnerHold(node: SimNode, inc: Incarnation): void {
     const budget = node.stateBudget;
-    const unheld = inc.replica.catchUpHeldFor() === null &&
+    const lowOnSpace = inc.replica.storageFull();
+    // Cheapest first: this runs for every node after every event.
+    const unheld = (budget !== null || lowOnSpace) && inc.replica.catchUpHeldFor() === null &&
       inc.replica.health().role === 'learner';
     const stateBytes = unheld && budget !== null ? this.newestStateBytes() : 0;
     const want = !unheld ? null : budget !== null && stateBytes > budget
       ? `is behind a state of ${stateBytes} bytes, past its budget of ${budget},`
-      : inc.replica.storageFull() ? 'is low on space' : null;
+      : lowOnSpace ? 'is low on space' : null;
     if (want === null) {
       node.unheldSinceUs = null;
       return;

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RUN, runSeed, type RunResult } from './run.js';
+import { DEFAULT_RUN, runSeed, type RunOptions, type RunResult } from './run.js';
 
 /** Seeds of the fixed set: 0..FIXED_SEEDS-1, even seeds on 3 nodes, odd on 5. */
 const FIXED_SEEDS = 200;
@@ -36,6 +36,29 @@ function verdict(result: RunResult): string {
   return result.failure === null ? 'ok'
     : `seed ${result.seed} nodes ${result.nodeCount} failed (replay: npm run sim -- --seed ` +
       `${result.seed} --nodes ${result.nodeCount} --trace): ${result.failure}`;
+}
+
+/**
+ * Runs each `[seed, nodes]` with `options`, traced, and expects every run to pass and each
+ * of `texts` in some trace line (a scenario that never happened would pass vacuously).
+ */
+async function scenario(runs: ReadonlyArray<readonly [number, 3 | 5]>,
+  options: Partial<RunOptions>, texts: Readonly<Record<string, string>>):
+  Promise<{ readonly results: RunResult[] }> {
+  const lines = new Map(Object.keys(texts).map((name) => [name, 0]));
+  const results: RunResult[] = [];
+  for (const [seed, nodeCount] of runs) {
+    const result = await runSeed({ ...DEFAULT_RUN, ...options, seed, nodeCount, trace: true,
+      traceSink: (line) => {
+        for (const [name, text] of Object.entries(texts)) {
+          if (line.includes(text)) lines.set(name, (lines.get(name) ?? 0) + 1);
+        }
+      } });
+    expect(verdict(result)).toBe('ok');
+    results.push(result);
+  }
+  for (const [name, count] of lines) expect(count, `trace lines of ${name}`).toBeGreaterThan(0);
+  return { results };
 }
 
 describe('deterministic simulation', () => {
@@ -110,23 +133,11 @@ describe('deterministic simulation', () => {
     // Spells often, with crashes, partitions and member changes: a node holds back from
     // catching up, its leader (whoever leads meanwhile) stops sending it the log, and once
     // the spell ends both go on; every replica reaches the same state when the run heals.
-    const lines = { held: 0, paused: 0, resumed: 0, again: 0 };
-    for (const seed of [3, 8]) {
-      const result = await runSeed({ ...DEFAULT_RUN, seed, nodeCount: seed % 2 === 0 ? 5 : 3,
-        trace: true, memorySpellRate: 0.01, traceSink: (line) => {
-          if (line.includes('holds back from catching up')) lines.held++;
-          if (line.includes('heartbeats only')) lines.paused++;
-          if (line.includes('the log again')) lines.resumed++;
-          if (line.includes('catches up again')) lines.again++;
-        },
-        faultRates: { 'node.crash': 0.05, 'net.partition': 0.05, 'member.change': 0.1 } });
-      expect(verdict(result)).toBe('ok');
-      expect(result.catchUpHolds).toBeGreaterThan(0);
-    }
-    expect(lines.held).toBeGreaterThan(0);
-    expect(lines.paused).toBeGreaterThan(0);
-    expect(lines.resumed).toBeGreaterThan(0);
-    expect(lines.again).toBeGreaterThan(0);
+    const { results } = await scenario([[3, 3], [8, 5]], { memorySpellRate: 0.01,
+      faultRates: { 'node.crash': 0.05, 'net.partition': 0.05, 'member.change': 0.1 } },
+    { held: 'holds back from catching up', paused: 'heartbeats only',
+      resumed: 'the log again', again: 'catches up again' });
+    for (const result of results) expect(result.catchUpHolds).toBeGreaterThan(0);
   }, 60_000);
 
   it('a volume low on space refuses writes before the log; a learner on one holds back, ' +
@@ -136,26 +147,11 @@ describe('deterministic simulation', () => {
     // effect, so a refused write that was applied after all would fail the final checks; a
     // learner low on space holds back, its leader sends it heartbeats only, and it catches
     // up once the spell ends.
-    const lines = { held: 0, paused: 0, resumed: 0, again: 0 };
-    let refused = 0;
-    for (const seed of [3, 4]) {
-      const result = await runSeed({ ...DEFAULT_RUN, seed, nodeCount: seed % 2 === 0 ? 3 : 5,
-        trace: true, spaceSpellRate: 0.03, traceSink: (line) => {
-          if (line.includes('below HIVEKV_MIN_FREE_BYTES')) lines.held++;
-          if (line.includes('heartbeats only')) lines.paused++;
-          if (line.includes('the log again')) lines.resumed++;
-          if (line.includes('catches up again')) lines.again++;
-        },
-        faultRates: { 'node.crash': 0.03, 'member.change': 0.2 } });
-      expect(verdict(result)).toBe('ok');
-      expect(result.spaceHolds).toBeGreaterThan(0);
-      refused += result.callsRefused;
-    }
-    expect(refused).toBeGreaterThan(0);
-    expect(lines.held).toBeGreaterThan(0);
-    expect(lines.paused).toBeGreaterThan(0);
-    expect(lines.resumed).toBeGreaterThan(0);
-    expect(lines.again).toBeGreaterThan(0);
+    const { results } = await scenario([[3, 5], [4, 3]], { spaceSpellRate: 0.03,
+      faultRates: { 'node.crash': 0.03, 'member.change': 0.2 } },
+    { held: 'below HIVEKV_MIN_FREE_BYTES', paused: 'heartbeats only',
+      resumed: 'the log again', again: 'catches up again', refused: 'refused: storage_full' });
+    for (const result of results) expect(result.spaceHolds).toBeGreaterThan(0);
   }, 60_000);
 
   it('nodes started with a small memory budget: a voter\'s refuses growing writes on every ' +
@@ -164,21 +160,11 @@ describe('deterministic simulation', () => {
     // changes: a refused write must take no effect, every replica applies every committed
     // entry whatever its budget (the checkpoints compare their digests), and once the
     // operator restarts those nodes with the default budget the cluster commits again.
-    const lines = { refused: 0, learnerHeld: 0, again: 0 };
-    for (const seed of [1, 5]) {
-      const result = await runSeed({ ...DEFAULT_RUN, seed, nodeCount: seed % 2 === 0 ? 3 : 5,
-        trace: true, smallBudgets: true, traceSink: (line) => {
-          if (line.includes('refused: memory_full')) lines.refused++;
-          if (line.includes('this node is a learner and its memory budget')) lines.learnerHeld++;
-          if (line.includes('catches up again')) lines.again++;
-        },
-        faultRates: { 'node.crash': 0.05, 'member.change': 0.2 } });
-      expect(verdict(result)).toBe('ok');
-      expect(result.smallBudgets).toBeGreaterThan(0);
-    }
-    expect(lines.refused).toBeGreaterThan(0);
-    expect(lines.learnerHeld).toBeGreaterThan(0);
-    expect(lines.again).toBeGreaterThan(0);
+    const { results } = await scenario([[1, 5], [5, 5]], { smallBudgets: true,
+      faultRates: { 'node.crash': 0.05, 'member.change': 0.2 } },
+    { refused: 'refused: memory_full', learnerHeld: 'this node is a learner and its memory budget',
+      again: 'catches up again' });
+    for (const result of results) expect(result.smallBudgets).toBeGreaterThan(0);
   }, 60_000);
 
   it('graceful stops: a write the node proposed is answered as unknown, anything else as ' +
@@ -186,16 +172,9 @@ describe('deterministic simulation', () => {
     // Seeds 2 and 5 failed when a stopping node answered every waiting write shutting_down
     // (refused, nothing changed): a write it had proposed committed through the others,
     // and the final reads found a value no acknowledged or unknown write explains.
-    let stopped = 0;
-    for (const seed of [2, 5]) {
-      const result = await runSeed({ ...DEFAULT_RUN, seed, nodeCount: seed % 2 === 0 ? 3 : 5,
-        trace: true, gracefulStopRate: 0.08, traceSink: (line) => {
-          if (line.endsWith(' stopped')) stopped++;
-        } });
-      expect(verdict(result)).toBe('ok');
-      expect(result.gracefulStops).toBeGreaterThan(0);
-    }
-    expect(stopped).toBeGreaterThan(0);
+    const { results } = await scenario([[2, 3], [5, 5]], { gracefulStopRate: 0.08 },
+      { stopped: 'stopped gracefully' });
+    for (const result of results) expect(result.gracefulStops).toBeGreaterThan(0);
   }, 60_000);
 
   it('seed 901265: a damaged node is replaced, a stopped one restarted, liveness holds',
